@@ -1,0 +1,72 @@
+import type { Middleware } from "h3";
+import { z } from "zod";
+import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
+import { booksModule } from "./books.js";
+
+const MESSAGES: Record<string, Record<string, string>> = {
+  en: { greeting: "Hello, %s!" },
+  fr: { greeting: "Bonjour, %s !" },
+  de: { greeting: "Hallo, %s!" },
+};
+
+/** A tiny translator over a message table; `%s` is replaced by the first argument. */
+export const translator: Translator = {
+  languages: Object.keys(MESSAGES),
+  translate: (lang, key, ...args) => (MESSAGES[lang]?.[key] ?? key).replace("%s", String(args[0] ?? "")),
+};
+
+/** Counts requests in the background: a stand-in for cache refreshes, outbox flushes and the like. */
+export class HeartbeatScheduler implements Scheduler {
+  ticks = 0;
+  #timer: NodeJS.Timeout | undefined;
+  start(): void {
+    this.#timer = setInterval(() => this.ticks++, 1000);
+    this.#timer.unref();
+  }
+  stop(): void {
+    clearInterval(this.#timer);
+  }
+}
+
+/** Stamps the API version on responses of the /api group. */
+const apiVersion: Middleware = function apiVersion(event) {
+  event.res.headers.set("x-api-version", "1");
+};
+
+/** Builds the example bookstore: a module inside a group, a translator, a scheduler, a health checker. */
+export function buildApp(config: KConfig = {}): App {
+  const app = new App({
+    serviceName: "bookstore",
+    version: process.env.npm_package_version ?? "1.0.0",
+    docs: {
+      title: "Bookstore API",
+      description: "The keelson example service: a small catalogue of books.",
+      version: "1.0.0",
+      contact: { name: "Keelson", url: "https://example.com/keelson", email: "keelson@example.com" },
+      license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
+      servers: ["http://localhost:3000 - local"],
+      tags: [
+        { name: "books", description: "The catalogue" },
+        { name: "misc", description: "Everything else" },
+      ],
+    },
+    shutdownDelay: Number(process.env.KEELSON_SHUTDOWN_DELAY_MS ?? 0),
+    shutdownTimeout: Number(process.env.KEELSON_SHUTDOWN_TIMEOUT_MS ?? 10_000),
+    ...config,
+  });
+  app.setTranslator(translator);
+  app.registerScheduler(new HeartbeatScheduler());
+  app.group("/api", apiVersion).use(booksModule);
+  app.route(
+    get("/hello", { query: z.object({ name: z.string().max(100).optional() }) }, (ctx) => ({
+      message: ctx.t("greeting", ctx.query.name ?? "world"),
+      lang: ctx.lang,
+    }))
+      .tag("misc")
+      .describe("A translated greeting", "Language from Accept-Language: en, fr or de."),
+  );
+  app.onShutdown(function announceShutdown() {
+    app.logger.info("bookstore: goodbye");
+  });
+  return app;
+}

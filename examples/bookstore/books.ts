@@ -1,0 +1,86 @@
+import { z } from "zod";
+import {
+  InMemoryRepository, created, del, get, notFound, post, put, type Controller, type Module, type Route,
+} from "../../src/index.js";
+
+export const Book = z
+  .object({
+    id: z.string().describe("Identifier, e.g. `b1`"),
+    title: z.string().min(1).max(200),
+    author: z.string().min(1).max(200),
+    year: z.number().int().min(0).max(3000).optional(),
+  })
+  .meta({ id: "Book" });
+export type Book = z.infer<typeof Book>;
+
+export const NewBook = Book.omit({ id: true }).meta({ id: "NewBook" });
+const BookId = z.object({ id: z.string().min(1).max(64) });
+const ListQuery = z.object({
+  page: z.number().int().optional().describe("1-based page number (default 1; values below 1 become 1)"),
+  limit: z.number().int().optional().describe("Page size (default 20, at most 100)"),
+});
+const BookPage = z
+  .object({
+    data: z.array(Book),
+    total: z.number().int(),
+    page: z.number().int(),
+    limit: z.number().int(),
+    total_pages: z.number().int(),
+  })
+  .meta({ id: "BookPage" });
+
+const SEED: Book[] = [
+  { id: "b1", title: "The Pragmatic Programmer", author: "Hunt & Thomas", year: 1999 },
+  { id: "b2", title: "Designing Data-Intensive Applications", author: "Martin Kleppmann", year: 2017 },
+  { id: "b3", title: "Release It!", author: "Michael Nygard", year: 2007 },
+];
+
+/** The bookstore's routes, on the embedded in-memory repository. */
+export class BooksController implements Controller {
+  readonly #books = new InMemoryRepository<Book>((b) => b.id, SEED);
+  #next = SEED.length + 1;
+
+  routes(): Route[] {
+    const books = this.#books;
+    return [
+      get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(undefined, ctx.pagination()))
+        .tag("books")
+        .describe("List books", "Offset pagination: `page` and `limit` are clamped, never rejected."),
+      get("/books/:id", { params: BookId, responses: { 200: Book } }, async (ctx) => {
+        const book = await books.findById(undefined, ctx.params.id);
+        if (!book) throw notFound(`no book with id ${ctx.params.id}`);
+        return book;
+      })
+        .tag("books")
+        .describe("Get one book"),
+      post("/books", { body: NewBook, responses: { 201: Book } }, async (ctx) => {
+        const book: Book = { id: `b${this.#next++}`, ...ctx.body };
+        return created(await books.create(undefined, book), `/api/books/${book.id}`);
+      })
+        .tag("books")
+        .describe("Add a book"),
+      put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book } }, async (ctx) => {
+        const book = await books.update(undefined, ctx.params.id, { id: ctx.params.id, ...ctx.body });
+        if (!book) throw notFound(`no book with id ${ctx.params.id}`);
+        return book;
+      })
+        .tag("books")
+        .describe("Replace a book"),
+      del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" } } }, async (ctx) => {
+        if (!(await books.delete(undefined, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
+      })
+        .tag("books")
+        .describe("Delete a book"),
+    ];
+  }
+}
+
+/** A module: installs the catalogue health check and the books controller on whatever router it gets. */
+export const booksModule: Module = {
+  name: "books",
+  register(router) {
+    const controller = new BooksController();
+    router.registerController(controller);
+    router.app.registerHealthChecker({ name: "catalogue", check: () => undefined });
+  },
+};

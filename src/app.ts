@@ -1,0 +1,301 @@
+import { H3, type H3Event, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import { findRoute } from "rou3";
+import {
+  DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
+  DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
+} from "./config.js";
+import type { ContextServices } from "./context.js";
+import { createError } from "./errors.js";
+import { Group, joinPath, type Module, type Router } from "./group.js";
+import { checkHealth } from "./health.js";
+import {
+  UNMATCHED_ROUTE, noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook,
+  type Tracer, type Translator,
+} from "./integrations.js";
+import { createCors, type Cors } from "./internal/cors.js";
+import { errorResponse, isRouteNotFound, logServerError, toKError } from "./internal/error-response.js";
+import { compileRoute } from "./internal/handler.js";
+import { setResponseHeader } from "./internal/headers.js";
+import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
+import { RequestState } from "./internal/request-state.js";
+import { flushAllLoggers, newLogger, type Logger } from "./logger.js";
+import { json } from "./results.js";
+import type { Controller, Route } from "./route.js";
+
+/** A route as registered: its declaration and the full path after group prefixes. */
+export interface RegisteredRoute {
+  readonly method: string;
+  readonly path: string;
+  readonly route: Route;
+}
+
+/** KConfig with every default applied. */
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+  serviceName: string;
+  version: string;
+  host: string | undefined;
+  docs: DocsConfig & { path: string; version: string };
+}
+
+const ALLOW_CANDIDATES = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] as const;
+const ENVS: readonly Env[] = ["development", "staging", "production"];
+
+function resolveConfig(config: KConfig): ResolvedConfig {
+  const envPort = process.env.PORT === undefined || process.env.PORT === "" ? undefined : Number(process.env.PORT);
+  const nodeEnv = process.env.NODE_ENV as Env | undefined;
+  const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
+  return {
+    serviceName: config.serviceName ?? "keelson-service",
+    version: config.version ?? docsVersion,
+    port: config.port ?? envPort ?? DEFAULT_PORT,
+    host: config.host,
+    env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
+    disableHealth: config.disableHealth ?? false,
+    docs: { ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), version: docsVersion },
+    bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
+    shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    shutdownDelay: config.shutdownDelay ?? 0,
+  };
+}
+
+/**
+ * The application: an h3 app with request logging, CORS, panic recovery, the KError → JSON
+ * error handler, GET /health and the docs routes installed, plus the process lifecycle.
+ */
+export class App implements Router {
+  readonly config: ResolvedConfig;
+  /** The logger the App uses for its own lines and request logs. */
+  readonly logger: Logger;
+  /** The underlying h3 instance; routes added on it directly are logged and measured too. */
+  readonly httpEngine: H3;
+  readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined };
+  readonly #routes: RegisteredRoute[] = [];
+  readonly #checkers: HealthChecker[] = [];
+  readonly #schedulers: Scheduler[] = [];
+  readonly #hooks: NamedHook[] = [];
+  readonly #startup: Promise<unknown>[] = [];
+  readonly #lifecycle: Lifecycle;
+  readonly #cors: Cors | undefined;
+  #metrics: MetricsCollector | undefined;
+  #inflight = 0;
+  #listening: Promise<void> | undefined;
+
+  constructor(config: KConfig = {}) {
+    this.config = resolveConfig(config);
+    this.logger = config.logger ?? newLogger(this.config.env === "production");
+    this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined };
+    this.#lifecycle = new Lifecycle({
+      logger: this.logger,
+      shutdownTimeout: this.config.shutdownTimeout,
+      shutdownDelay: this.config.shutdownDelay,
+      hooks: this.#hooks,
+      inflight: () => this.#inflight,
+    });
+    // 1–4 of the spec's construction order live in these three hooks: request logging and CORS
+    // start in onRequest, panic recovery and the error handler are onError, the log line is onResponse.
+    this.#cors = config.cors === false ? undefined : createCors(config.cors ?? {});
+    this.httpEngine = new H3({
+      silent: true,
+      onRequest: (event) => this.#onRequest(event),
+      onError: (error, event) => this.#onError(error, event),
+      onResponse: (response, event) => this.#onResponse(response, event),
+    });
+    const cors = this.#cors;
+    if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
+    if (!this.config.disableHealth) this.#registerHealth();
+  }
+
+  get app(): App {
+    return this;
+  }
+
+  /** The tracer in use: the no-op tracer until `setTracer`. Never undefined. */
+  get tracer(): Tracer {
+    return this.#services.tracer;
+  }
+
+  /** Every route registered through keelson (not those added on `httpEngine` directly). */
+  get routes(): readonly RegisteredRoute[] {
+    return this.#routes;
+  }
+
+  /** The port the server listens on (resolved when configured as 0); undefined before listen. */
+  get port(): number | undefined {
+    return this.#lifecycle.port;
+  }
+
+  route(route: Route): this {
+    return this.addRoute(route, "", []);
+  }
+
+  /** @internal Groups call this with their prefix and middleware. */
+  addRoute(route: Route, prefix: string, middleware: readonly Middleware[]): this {
+    const path = joinPath(prefix, route.path);
+    const handler = compileRoute(route, this.#services, this.config.bodyLimit);
+    const all = [...middleware, ...(route.options.middleware ?? [])];
+    this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
+    this.#routes.push({ method: route.method, path, route });
+    return this;
+  }
+
+  registerController(controller: Controller): this {
+    for (const route of controller.routes()) this.route(route);
+    return this;
+  }
+
+  /** Installs a module; an h3 middleware function is added as global middleware instead. */
+  use(module: Module | Middleware): this {
+    if (typeof module === "function") this.httpEngine.use(module);
+    else this.installModule(module, this);
+    return this;
+  }
+
+  /** @internal A failing register step is kept and makes `listen()` reject. */
+  installModule(module: Module, router: Router): void {
+    const name = module.name ?? module.constructor?.name ?? "module";
+    const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    try {
+      const result = module.register(router);
+      if (result instanceof Promise) this.#startup.push(result.catch((error: unknown) => Promise.reject(fail(error))));
+    } catch (error) {
+      const rejected = Promise.reject(fail(error));
+      rejected.catch(() => {});
+      this.#startup.push(rejected);
+    }
+  }
+
+  group(prefix: string, ...middleware: Middleware[]): Group {
+    return new Group(this, prefix, middleware);
+  }
+
+  /** Registers a shutdown hook; hooks run once each, in registration order. */
+  onShutdown(hook: ShutdownHook, name?: string): this {
+    this.#hooks.push({ name: name ?? (hook.name || `hook #${this.#hooks.length + 1}`), hook });
+    return this;
+  }
+
+  setMetricsCollector(collector: MetricsCollector): this {
+    this.#metrics = collector;
+    return this;
+  }
+
+  setTracer(tracer: Tracer): this {
+    this.#services.tracer = tracer;
+    return this;
+  }
+
+  setTranslator(translator: Translator): this {
+    this.#services.translator = translator;
+    return this;
+  }
+
+  /** Starts the scheduler with `listen()` and stops it from a shutdown hook. */
+  registerScheduler(scheduler: Scheduler): this {
+    this.#schedulers.push(scheduler);
+    return this.onShutdown((signal) => scheduler.stop(signal), `scheduler #${this.#schedulers.length}`);
+  }
+
+  registerHealthChecker(checker: HealthChecker): this {
+    this.#checkers.push(checker);
+    return this;
+  }
+
+  /** Sends a request through the app in-process, with no socket (for tests). */
+  async request(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+    await Promise.all(this.#startup);
+    return this.httpEngine.request(input, init);
+  }
+
+  /**
+   * Starts the server and resolves once it has shut down. SIGINT/SIGTERM drain it, run the
+   * hooks and exit the process (0 clean, 1 otherwise). Rejects if startup fails.
+   */
+  listen(): Promise<void> {
+    return (this.#listening ??= this.#listen());
+  }
+
+  /** The same drain and hooks as a signal, without exiting the process. */
+  close(): Promise<ShutdownReport> {
+    return this.#lifecycle.shutdown("close()");
+  }
+
+  async #listen(): Promise<void> {
+    await Promise.all(this.#startup);
+    const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
+    const onSignal = (signal: NodeJS.Signals) => {
+      if (this.#lifecycle.shutdownStarted) {
+        this.logger.info("received %s while shutting down: already draining, nothing to do", signal);
+        return;
+      }
+      void this.#lifecycle.shutdown(signal).then((report) => {
+        flushAllLoggers();
+        process.exit(report.clean ? 0 : 1);
+      });
+    };
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
+    this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
+    for (const scheduler of this.#schedulers) await scheduler.start();
+    await this.#lifecycle.finished;
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+
+  #registerHealth(): void {
+    const { serviceName, version, healthTimeout } = this.config;
+    this.httpEngine.get("/health", async (event) => {
+      const report = await checkHealth(this.#checkers, {
+        service: serviceName, version, timeoutMs: healthTimeout, forceDown: this.#lifecycle.shuttingDown,
+      });
+      setResponseHeader(event, "cache-control", "no-store");
+      return json(report, report.status === "UP" ? 200 : 503);
+    });
+  }
+
+  #onRequest(event: H3Event): void {
+    const tracer = this.#services.tracer;
+    event.context.keelson = new RequestState(performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
+    this.#inflight++;
+    if (this.#lifecycle.draining) setResponseHeader(event, "connection", "close");
+    this.#cors?.apply(event);
+  }
+
+  #onResponse(response: Response, event: H3Event): void {
+    const state = event.context.keelson;
+    if (state === undefined) return;
+    this.#inflight--;
+    const durationMs = performance.now() - state.start;
+    const route = event.context.matchedRoute?.route;
+    const method = event.req.method;
+    const status = response.status;
+    const traceId = state.span.traceId;
+    this.logger.request({ method, path: event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+    this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
+    const tracer = this.#services.tracer;
+    if (tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
+  }
+
+  #onError(error: HTTPError, event: H3Event): HTTPResponse {
+    if (isRouteNotFound(error, event)) {
+      const allow = this.#allowedMethods(event.url.pathname);
+      return allow.length > 0
+        ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
+        : errorResponse(createError("NOT_FOUND"));
+    }
+    const { kerror, original } = toKError(error);
+    const state = event.context.keelson;
+    if (state && kerror.statusCode >= 500) state.error = original;
+    logServerError(this.logger, event, kerror, original);
+    // An oversized body is left unread: close the connection rather than read it to the end.
+    return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
+  }
+
+  #allowedMethods(path: string): string[] {
+    const router = this.httpEngine["~rou3"];
+    return ALLOW_CANDIDATES.filter((method) => findRoute(router, method, path) !== undefined
+      || (method === "HEAD" && findRoute(router, "GET", path) !== undefined));
+  }
+}
+
+const noopSpan = noopTracer.startSpan("noop");

@@ -1,0 +1,84 @@
+import type { Logger } from "./logger.js";
+
+/** Deployment environment; `production` turns off the docs routes and debug logs. */
+export type Env = "development" | "staging" | "production";
+
+export interface DocsContact {
+  name?: string;
+  url?: string;
+  email?: string;
+}
+
+export interface DocsLicense {
+  name: string;
+  url?: string;
+}
+
+export interface DocsTag {
+  name: string;
+  description?: string;
+}
+
+/** Settings of the generated OpenAPI document and the docs page. */
+export interface DocsConfig {
+  /** Path of the docs page; the document is served at `{path}/openapi.json`. Default `/docs`. */
+  path?: string;
+  title?: string;
+  /** Version of the documented API. Default `1.0.0`. */
+  version?: string;
+  description?: string;
+  contact?: DocsContact;
+  license?: DocsLicense;
+  /** Each item is `"<url> - <description>"` (the description part is optional). */
+  servers?: string[];
+  tags?: DocsTag[];
+}
+
+/** Cross-origin policy. `false` turns CORS handling off entirely. */
+export interface CorsConfig {
+  /** `"*"` (default), one origin, a list, or a predicate. */
+  origin?: string | readonly string[] | ((origin: string) => boolean);
+  /** Default: GET, HEAD, PUT, PATCH, POST, DELETE. */
+  methods?: readonly string[];
+  /** Default: echo the request's Access-Control-Request-Headers. */
+  allowHeaders?: readonly string[];
+  exposeHeaders?: readonly string[];
+  /** Default false; with `origin: "*"` the request's origin is echoed instead of `*`. */
+  credentials?: boolean;
+  /** Preflight cache lifetime in seconds. Default 600. */
+  maxAge?: number;
+}
+
+/** Configuration of an App (the spec's KConfig). */
+export interface KConfig {
+  serviceName?: string;
+  /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */
+  version?: string;
+  /** Listen port. Default: the `PORT` environment variable, else 3000. */
+  port?: number;
+  /** Listen address. Default: all interfaces (Node's default). */
+  host?: string;
+  /** Default: `NODE_ENV` when it is one of the three values, else `development`. */
+  env?: Env;
+  disableHealth?: boolean;
+  docs?: DocsConfig;
+  /** Default: `newLogger(env === "production")`. */
+  logger?: Logger;
+  /** Default: allow any origin. */
+  cors?: CorsConfig | false;
+  /** Largest accepted request body in bytes. Default 1 MiB. */
+  bodyLimit?: number;
+  /** Per-checker timeout of GET /health in ms. Default 500 (well under Kubernetes' 1 s probe timeout). */
+  healthTimeout?: number;
+  /** One budget in ms for the whole shutdown: delay, drain and hooks. Default 10000. */
+  shutdownTimeout?: number;
+  /** Time in ms between the signal and closing the listener, while /health answers 503. Default 0. */
+  shutdownDelay?: number;
+}
+
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_DOCS_PATH = "/docs";
+export const DEFAULT_DOCS_VERSION = "1.0.0";
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
+export const DEFAULT_HEALTH_TIMEOUT = 500;
+export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;

@@ -1,0 +1,30 @@
+export { App, type RegisteredRoute, type ResolvedConfig } from "./app.js";
+export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
+export { HandlerContext, type ContextServices } from "./context.js";
+export {
+  ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
+  serviceUnavailable, tooManyRequests, unauthorized, validationError,
+  type ErrorCode, type ErrorCodeInfo, type FieldError,
+} from "./errors.js";
+export { Group, joinPath, type Module, type Router } from "./group.js";
+export { checkHealth, type HealthReport } from "./health.js";
+export {
+  UNMATCHED_ROUTE, noopTracer,
+  type HealthChecker, type MetricsCollector, type RequestSpanEnd, type Scheduler, type ShutdownHook, type Span,
+  type SpanAttributeValue, type Tracer, type Translator,
+} from "./integrations.js";
+export type { ShutdownReport } from "./internal/lifecycle.js";
+export {
+  LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
+  type LogFormat, type LogWriter, type RequestLogEntry,
+} from "./logger.js";
+export {
+  DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
+} from "./pagination.js";
+export { InMemoryRepository, type Repository } from "./repository.js";
+export { created, json, noContent } from "./results.js";
+export {
+  Route, del, get, patch, post, put,
+  type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type ResponseDoc, type RouteMethod,
+  type RouteOptions,
+} from "./route.js";

@@ -1,0 +1,80 @@
+import type { H3Event } from "h3";
+
+/** Receives one observation per HTTP request (every request: 404s, errors and panics included). */
+export interface MetricsCollector {
+  /**
+   * @param route the route template (`/books/:id`), or `UNMATCHED_ROUTE` when no route matched,
+   *   so a raw path never becomes a label.
+   * @param durationSeconds time from the request entering the app to its response being ready.
+   */
+  observeRequest(method: string, route: string, status: number, durationSeconds: number): void;
+}
+
+/** The `route` value passed to metrics collectors and tracers for requests that matched no route. */
+export const UNMATCHED_ROUTE = "__unmatched__";
+
+export type SpanAttributeValue = string | number | boolean;
+
+/** A unit of traced work. `traceId` is empty when nothing records it (the no-op tracer). */
+export interface Span {
+  readonly traceId: string;
+  setAttribute(key: string, value: SpanAttributeValue): void;
+  /** Records an exception and marks the span as failed. */
+  recordException(error: unknown): void;
+  end(): void;
+}
+
+/** How a request's server span ends: what the framework knows once the response is ready. */
+export interface RequestSpanEnd {
+  /** Route template, `undefined` when no route matched. */
+  route: string | undefined;
+  status: number;
+  /** The thrown value for failed requests (5xx and recovered panics). */
+  error?: unknown;
+}
+
+/**
+ * The spec's Tracer. keelson calls `startRequestSpan` when a request arrives and
+ * `endRequestSpan` once its response is ready; handlers start children through `ctx.startSpan`.
+ */
+export interface Tracer {
+  startRequestSpan(event: H3Event): Span;
+  endRequestSpan(span: Span, end: RequestSpanEnd): void;
+  startSpan(name: string, options?: { parent?: Span; attributes?: Record<string, SpanAttributeValue> }): Span;
+}
+
+/** Translates message keys for a language (the spec's Translator). */
+export interface Translator {
+  /** Languages it has, most preferred first; `ctx.lang` is picked from these by Accept-Language. */
+  readonly languages: readonly string[];
+  translate(lang: string, key: string, ...args: unknown[]): string;
+}
+
+/** Background work started by `listen()` and stopped by a shutdown hook (the spec's Scheduler). */
+export interface Scheduler {
+  start(): void | Promise<void>;
+  stop(signal: AbortSignal): void | Promise<void>;
+}
+
+/** A dependency probe for GET /health: throwing or rejecting means DOWN. */
+export interface HealthChecker {
+  readonly name: string;
+  check(signal: AbortSignal): void | Promise<void>;
+}
+
+/** Runs during shutdown, in registration order; `signal` aborts at the shutdown deadline. */
+export type ShutdownHook = (signal: AbortSignal) => void | Promise<void>;
+
+const NOOP_SPAN: Span = Object.freeze({
+  traceId: "",
+  setAttribute() {},
+  recordException() {},
+  end() {},
+});
+
+/** The default tracer: records nothing and costs nothing. */
+export const noopTracer: Tracer = Object.freeze({
+  startRequestSpan: () => NOOP_SPAN,
+  endRequestSpan() {},
+  startSpan: () => NOOP_SPAN,
+});

@@ -1,0 +1,58 @@
+import { HTTPError, HTTPResponse, type H3Event } from "h3";
+import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
+import type { Logger } from "../logger.js";
+
+const CODE_BY_STATUS = new Map<number, ErrorCode>();
+for (const [code, info] of Object.entries(ERROR_CODES) as [ErrorCode, { status: number }][]) {
+  if (!CODE_BY_STATUS.has(info.status)) CODE_BY_STATUS.set(info.status, code);
+}
+
+const JSON_TYPE = "application/json;charset=UTF-8";
+
+/** h3's own not-found: thrown when no route matched, as opposed to a handler's 404. */
+export function isRouteNotFound(error: HTTPError, event: H3Event): boolean {
+  return error.status === 404 && event.context.matchedRoute === undefined && !error.unhandled && !(error.cause instanceof KError);
+}
+
+/**
+ * Reduces whatever was thrown to a KError that is safe to show. A KError passes through;
+ * an h3 HTTPError thrown on purpose keeps its status (message from the catalogue, since h3's
+ * messages can echo the URL with its query string); anything else is a 500 with a generic message.
+ */
+export function toKError(error: HTTPError): { kerror: KError; original: unknown } {
+  // h3 wraps a thrown non-HTTPError value as `cause`; its own errors carry their init object there.
+  if (error.cause instanceof KError) return { kerror: error.cause, original: error.cause };
+  const original = error.unhandled ? error.cause : error;
+  if (!error.unhandled && error.status < 500) {
+    const code = CODE_BY_STATUS.get(error.status);
+    const kerror = code
+      ? createError(code)
+      : new KError(error.statusText?.toUpperCase().replace(/\W+/g, "_") || "HTTP_ERROR", error.status, error.statusText || "Request failed");
+    return { kerror, original };
+  }
+  return { kerror: createError("INTERNAL_ERROR"), original };
+}
+
+/** Logs the cause of a 5xx with its stack: the response never carries it. */
+export function logServerError(logger: Logger, event: H3Event, kerror: KError, original: unknown): void {
+  if (kerror.statusCode < 500) return;
+  const cause = original instanceof KError ? (original.cause ?? original) : original;
+  const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
+  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, detail);
+}
+
+function safeString(value: unknown): string {
+  try {
+    return typeof value === "string" ? value : (JSON.stringify(value) ?? String(value));
+  } catch {
+    return String(value);
+  }
+}
+
+/** The JSON error response; `extra` headers (Allow, Connection) are added to it. */
+export function errorResponse(kerror: KError, extra?: Record<string, string>): HTTPResponse {
+  return new HTTPResponse(JSON.stringify(kerror), {
+    status: kerror.statusCode,
+    headers: extra ? { "content-type": JSON_TYPE, ...extra } : { "content-type": JSON_TYPE },
+  });
+}

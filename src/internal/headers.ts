@@ -1,0 +1,12 @@
+import type { H3Event } from "h3";
+
+/**
+ * Sets a response header for whatever response this request ends with (errors included).
+ * On Node it goes straight onto the ServerResponse, which merges it at writeHead: cheaper than
+ * h3's prepared headers, which copy the response's Headers object on every request.
+ */
+export function setResponseHeader(event: H3Event, name: string, value: string): void {
+  const res = event.runtime?.node?.res;
+  if (res && !res.headersSent) res.setHeader(name, value);
+  else event.res.headers.set(name, value);
+}

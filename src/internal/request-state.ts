@@ -1,0 +1,23 @@
+import type { Span } from "../integrations.js";
+
+/** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
+export class RequestState {
+  /** `performance.now()` when the request entered the app. */
+  readonly start: number;
+  readonly span: Span;
+  /** The thrown value of a failed request, for the tracer and the log. */
+  error: unknown;
+
+  constructor(start: number, span: Span) {
+    this.start = start;
+    this.span = span;
+    this.error = undefined;
+  }
+}
+
+declare module "h3" {
+  interface H3EventContext {
+    /** keelson's per-request state (start time, server span, error). */
+    keelson?: RequestState;
+  }
+}

@@ -1,0 +1,156 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import type { Middleware } from "h3";
+import type { HandlerContext } from "./context.js";
+
+/** Methods a keelson route can declare. */
+export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** Documentation of one response status: a schema, a description, or both. */
+export interface ResponseDoc {
+  description?: string;
+  schema?: StandardSchemaV1;
+}
+
+/** Everything a route can declare besides its method, path and handler. */
+export interface RouteOptions<
+  TParams extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined,
+  TQuery extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined,
+  TBody extends StandardSchemaV1 | undefined = StandardSchemaV1 | undefined,
+> {
+  params?: TParams;
+  query?: TQuery;
+  body?: TBody;
+  /** Per-status response schemas (or docs), e.g. `{ 200: Book, 404: { description: "no such book" } }`. */
+  responses?: Record<number, StandardSchemaV1 | ResponseDoc>;
+  summary?: string;
+  description?: string;
+  tags?: string[];
+  /** Names of security schemes this route requires (see the README's Docs section). */
+  security?: string[];
+  deprecated?: boolean;
+  /** Default: derived from method and path (`getBooksById`). */
+  operationId?: string;
+  /** Leave the route out of the OpenAPI document. */
+  hidden?: boolean;
+  /** h3 middleware run after the app's and the group's, before the handler. */
+  middleware?: Middleware[];
+}
+
+type ParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? Name | ParamNames<`/${Rest}`>
+  : P extends `${string}:${infer Name}`
+    ? Name
+    : never;
+
+/** `{ id: string }` for `/books/:id`: the decoded path parameters a path declares. */
+export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
+
+type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
+
+/** Raw query: a repeated key becomes an array. */
+export type RawQuery = Record<string, string | string[]>;
+
+/** The handler's return: a JSON value (200), `created(v)` (201), `noContent()` (204), or a Response. */
+export type HandlerResult = unknown;
+
+export type Handler<P = Record<string, string>, Q = RawQuery, B = unknown> = (
+  ctx: HandlerContext<P, Q, B>,
+) => HandlerResult | Promise<HandlerResult>;
+
+/**
+ * A declared route. Returned by `get`/`post`/`put`/`patch`/`del`; its chainable methods add
+ * documentation and middleware. Schemas given in the options object type the handler's context.
+ */
+export class Route {
+  readonly method: RouteMethod;
+  readonly path: string;
+  readonly handler: Handler<never, never, never>;
+  readonly options: RouteOptions;
+
+  constructor(method: RouteMethod, path: string, handler: Handler<never, never, never>, options: RouteOptions = {}) {
+    this.method = method;
+    this.path = path;
+    this.handler = handler;
+    this.options = { ...options, tags: [...(options.tags ?? [])], middleware: [...(options.middleware ?? [])] };
+  }
+
+  /** Adds OpenAPI tags. */
+  tag(...tags: string[]): this {
+    this.options.tags!.push(...tags);
+    return this;
+  }
+
+  /** Sets the summary (and description) of the operation. */
+  describe(summary: string, description?: string): this {
+    this.options.summary = summary;
+    if (description !== undefined) this.options.description = description;
+    return this;
+  }
+
+  /** Adds per-route h3 middleware. */
+  use(...middleware: Middleware[]): this {
+    this.options.middleware!.push(...middleware);
+    return this;
+  }
+
+  /** Marks the route as requiring the named security schemes (default `bearer`). */
+  secured(...schemes: string[]): this {
+    this.options.security = schemes.length > 0 ? schemes : ["bearer"];
+    return this;
+  }
+
+  deprecated(flag = true): this {
+    this.options.deprecated = flag;
+    return this;
+  }
+
+  operationId(id: string): this {
+    this.options.operationId = id;
+    return this;
+  }
+
+  /** Documents (and, for 2xx, describes the schema of) one response status. */
+  response(status: number, schema?: StandardSchemaV1, description?: string): this {
+    this.options.responses = { ...this.options.responses, [status]: { schema, description } };
+    return this;
+  }
+
+  hide(): this {
+    this.options.hidden = true;
+    return this;
+  }
+}
+
+type Define = {
+  <Path extends string>(path: Path, handler: Handler<PathParams<Path>>): Route;
+  <
+    Path extends string,
+    TParams extends StandardSchemaV1 | undefined = undefined,
+    TQuery extends StandardSchemaV1 | undefined = undefined,
+    TBody extends StandardSchemaV1 | undefined = undefined,
+  >(
+    path: Path,
+    options: RouteOptions<TParams, TQuery, TBody>,
+    handler: Handler<Output<TParams, PathParams<Path>>, Output<TQuery, RawQuery>, Output<TBody, unknown>>,
+  ): Route;
+};
+
+function define(method: RouteMethod): Define {
+  return ((path: string, a: RouteOptions | Handler, b?: Handler) =>
+    typeof a === "function"
+      ? new Route(method, path, a as Handler<never, never, never>)
+      : new Route(method, path, b as Handler<never, never, never>, a)) as Define;
+}
+
+/** Declares a GET route (HEAD is answered by it too). */
+export const get: Define = define("GET");
+export const post: Define = define("POST");
+export const put: Define = define("PUT");
+export const patch: Define = define("PATCH");
+/** Declares a DELETE route (`delete` is a reserved word). */
+export const del: Define = define("DELETE");
+
+/** A set of routes registered together (the spec's Controller). */
+export interface Controller {
+  routes(): Route[];
+}
