@@ -4,7 +4,6 @@ import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
   DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
 } from "./config.js";
-import type { ContextServices } from "./context.js";
 import { createError } from "./errors.js";
 import { Group, joinPath, type Module, type Router } from "./group.js";
 import { checkHealth } from "./health.js";
@@ -222,6 +221,8 @@ export class App implements Router {
 
   async #listen(): Promise<void> {
     await Promise.all(this.#startup);
+    // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
+    if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
     const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
     const onSignal = (signal: NodeJS.Signals) => {
       if (this.#lifecycle.shutdownStarted) {
@@ -236,10 +237,25 @@ export class App implements Router {
     process.on("SIGINT", onSignal);
     process.on("SIGTERM", onSignal);
     this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
-    for (const scheduler of this.#schedulers) await scheduler.start();
-    await this.#lifecycle.finished;
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    try {
+      await this.#startSchedulers();
+      await this.#lifecycle.finished;
+    } finally {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    }
+  }
+
+  /** A scheduler that fails to start fails `listen()`: the listener, already open, is shut down first. */
+  async #startSchedulers(): Promise<void> {
+    for (const scheduler of this.#schedulers) {
+      try {
+        await scheduler.start();
+      } catch (error) {
+        await this.#lifecycle.shutdown("a scheduler failed to start");
+        throw new Error(`scheduler failed to start: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+      }
+    }
   }
 
   #registerHealth(): void {
@@ -262,18 +278,19 @@ export class App implements Router {
   }
 
   #onResponse(response: Response, event: H3Event): void {
+    // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
+    // still one log line and one observation, as for every other request.
     const state = event.context.keelson;
-    if (state === undefined) return;
-    this.#inflight--;
-    const durationMs = performance.now() - state.start;
+    if (state !== undefined) this.#inflight--;
+    const durationMs = state === undefined ? 0 : performance.now() - state.start;
     const route = event.context.matchedRoute?.route;
     const method = event.req.method;
     const status = response.status;
-    const traceId = state.span.traceId;
+    const traceId = state?.span.traceId ?? "";
     this.logger.request({ method, path: event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
     this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
     const tracer = this.#services.tracer;
-    if (tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
+    if (state !== undefined && tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
   }
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {

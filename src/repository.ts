@@ -1,3 +1,4 @@
+import { conflict } from "./errors.js";
 import { newPage, pageOffset, type Page, type PageQuery } from "./pagination.js";
 
 /**
@@ -7,6 +8,7 @@ import { newPage, pageOffset, type Page, type PageQuery } from "./pagination.js"
 export interface Repository<T, ID, Q = PageQuery, P = Page<T>> {
   findAll(signal: AbortSignal | undefined, query: Q): Promise<P>;
   findById(signal: AbortSignal | undefined, id: ID): Promise<T | undefined>;
+  /** Stores a new entity; rejects when its id is taken (the in-memory one with a 409 KError). */
   create(signal: AbortSignal | undefined, entity: T): Promise<T>;
   /** Replaces the entity; resolves undefined when there is no such id. */
   update(signal: AbortSignal | undefined, id: ID, entity: T): Promise<T | undefined>;
@@ -41,9 +43,12 @@ export class InMemoryRepository<T, ID = string> implements Repository<T, ID> {
     return this.#items.get(id);
   }
 
+  /** Rejects with a 409 `CONFLICT` KError when the id is taken: create never overwrites. */
   async create(signal: AbortSignal | undefined, entity: T): Promise<T> {
     signal?.throwIfAborted();
-    this.#items.set(this.#idOf(entity), entity);
+    const id = this.#idOf(entity);
+    if (this.#items.has(id)) throw conflict(`an entity with id ${String(id)} already exists`);
+    this.#items.set(id, entity);
     return entity;
   }
 

@@ -33,13 +33,15 @@ export function createCors(config: CorsConfig): Cors {
   function allowOrigin(event: H3Event, origin: string): boolean {
     if (!allows(origin)) return false;
     setResponseHeader(event, "access-control-allow-origin", wildcard ? "*" : origin);
-    if (!wildcard) setResponseHeader(event, "vary", "Origin");
     if (credentials) setResponseHeader(event, "access-control-allow-credentials", "true");
     return true;
   }
 
   return {
     apply(event) {
+      // When the answer depends on the Origin, every response says so, including those
+      // without CORS headers: else a shared cache could hand one origin's answer to another.
+      if (!wildcard) setResponseHeader(event, "vary", "Origin");
       const origin = event.req.headers.get("origin");
       if (origin === null) return;
       if (allowOrigin(event, origin) && exposeHeaders) {
@@ -54,6 +56,8 @@ export function createCors(config: CorsConfig): Cors {
         const requested = event.req.headers.get("access-control-request-headers");
         const allowed = allowHeaders ?? requested;
         if (allowed) headers["access-control-allow-headers"] = allowed;
+        // Through setResponseHeader, like apply()'s Vary, so this value replaces that one.
+        if (allowHeaders === undefined) setResponseHeader(event, "vary", wildcard ? "Access-Control-Request-Headers" : "Origin, Access-Control-Request-Headers");
         headers["access-control-max-age"] = maxAge;
       }
       return new HTTPResponse(null, { status: 204, headers });

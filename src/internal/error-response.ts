@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http";
 import { HTTPError, HTTPResponse, type H3Event } from "h3";
 import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
 import type { Logger } from "../logger.js";
@@ -16,28 +17,36 @@ export function isRouteNotFound(error: HTTPError, event: H3Event): boolean {
 
 /**
  * Reduces whatever was thrown to a KError that is safe to show. A KError passes through;
- * an h3 HTTPError thrown on purpose keeps its status (message from the catalogue, since h3's
- * messages can echo the URL with its query string); anything else is a 500 with a generic message.
+ * an h3 HTTPError thrown on purpose keeps its status (message from the catalogue or the
+ * status's reason phrase, since h3's messages can echo the URL with its query string);
+ * anything else is a 500 with a generic message.
  */
 export function toKError(error: HTTPError): { kerror: KError; original: unknown } {
   // h3 wraps a thrown non-HTTPError value as `cause`; its own errors carry their init object there.
   if (error.cause instanceof KError) return { kerror: error.cause, original: error.cause };
-  const original = error.unhandled ? error.cause : error;
-  if (!error.unhandled && error.status < 500) {
-    const code = CODE_BY_STATUS.get(error.status);
-    const kerror = code
-      ? createError(code)
-      : new KError(error.statusText?.toUpperCase().replace(/\W+/g, "_") || "HTTP_ERROR", error.status, error.statusText || "Request failed");
-    return { kerror, original };
-  }
-  return { kerror: createError("INTERNAL_ERROR"), original };
+  if (error.unhandled) return { kerror: createError("INTERNAL_ERROR"), original: error.cause };
+  // Thrown on purpose (by h3 or by application code): keep its status, 503 included.
+  return { kerror: fromStatus(error.status), original: error };
 }
 
-/** Logs the cause of a 5xx with its stack: the response never carries it. */
+/** The catalogue entry for a status, else a code and message from the status's reason phrase. */
+function fromStatus(status: number): KError {
+  const code = CODE_BY_STATUS.get(status);
+  if (code) return createError(code);
+  const reason = STATUS_CODES[status] ?? "Request failed";
+  return new KError(reason.toUpperCase().replace(/\W+/g, "_"), status, reason);
+}
+
+/**
+ * Logs the cause of a 5xx with its stack: the response never carries it. Messages that quote
+ * the request URL (h3's do) have its query string cut out: it can hold tokens.
+ */
 export function logServerError(logger: Logger, event: H3Event, kerror: KError, original: unknown): void {
   if (kerror.statusCode < 500) return;
   const cause = original instanceof KError ? (original.cause ?? original) : original;
-  const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
+  let detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
+  const search = event.url.search;
+  if (search.length > 1) detail = detail.replaceAll(search, "?[query]");
   logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, detail);
 }
 

@@ -19,7 +19,7 @@ function parseAcceptLanguage(header: string): Weighted[] {
     if (q > 0) out.push({ tag, q });
   }
   // Stable sort keeps header order among equal weights, as RFC 9110 intends.
-  return out.sort((a, b) => b.q - a.q);
+  return out.toSorted((a, b) => b.q - a.q);
 }
 
 /**
