@@ -9,8 +9,11 @@ export type MetricsSnapshot = ReadonlyArray<Record<string, unknown>>;
 
 /** Messages a worker sends, by type → payload. */
 export interface WorkerMessages {
-  /** The App is listening: the worker counts as ready. */
-  ready: { pid: number; port: number };
+  /**
+   * The App is listening: the worker counts as ready. `url` and `docsUrl` feed the supervisor's
+   * summary line; `shutdownTimeout` is the App's budget, after which (plus a margin) it is killed.
+   */
+  ready: { pid: number; port: number; url: string; docsUrl?: string; shutdownTimeout: number };
   /** Sent on an interval from the event loop: a missing beat means a blocked loop. */
   heartbeat: { at: number };
   /** The worker began draining (signal or close()). */
