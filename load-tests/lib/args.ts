@@ -1,0 +1,88 @@
+// Command-line flags and the fixed parts of the method (targets, scenarios).
+import { parseArgs } from "node:util";
+import type { Scenario } from "./types.js";
+
+/** Round 1 runs in this order; later rounds reverse or shuffle it. */
+export const ALL_TARGETS = ["node-http", "h3", "fastify", "fastify-logger", "hono", "keelson", "keelson-otel"];
+
+export const SCENARIOS: Scenario[] = [
+  { name: "GET /hello", method: "GET", path: "/hello" },
+  { name: "GET /books/42", method: "GET", path: "/books/42" },
+  { name: "POST /books", method: "POST", path: "/books", body: JSON.stringify({ title: "Dune", author: "Frank Herbert" }) },
+];
+
+export interface Config {
+  rounds: number;
+  durationSec: number;
+  warmupSec: number;
+  targets: string[];
+  connections: number;
+  pipelining: number;
+  coldStarts: number;
+  seed: number;
+  viaTsx: boolean;
+}
+
+export const USAGE = `Usage: node --import tsx load-tests/bench.ts [flags]
+
+  --rounds N         interleaved rounds (default 3)
+  --duration S       measured seconds per scenario (default 3)
+  --warmup S         discarded warm-up seconds per server start, all routes mixed (default 2)
+  --targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all)
+  --connections N    autocannon connections (default 50)
+  --pipelining N     autocannon pipelining factor (default 10)
+  --cold-starts N    starts per target for the cold-start median (default 5)
+  --seed N           seed of the round-3+ shuffles (default 42)
+  --tsx              run server sources through tsx instead of transpiled JS
+  --help             this text`;
+
+function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (integer && !Number.isInteger(value))) {
+    throw new Error(`--${name} must be a positive ${integer ? "integer" : "number"}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+export function parseConfig(argv: string[]): Config | null {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    options: {
+      rounds: { type: "string" },
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      targets: { type: "string" },
+      connections: { type: "string" },
+      pipelining: { type: "string" },
+      "cold-starts": { type: "string" },
+      seed: { type: "string" },
+      tsx: { type: "boolean", default: false },
+      help: { type: "boolean", short: "h", default: false },
+    },
+  });
+  if (values.help) return null;
+  const targets = values.targets === undefined ? ALL_TARGETS : values.targets.split(",").map((t) => t.trim()).filter(Boolean);
+  const unknown = targets.filter((t) => !ALL_TARGETS.includes(t));
+  if (unknown.length > 0 || targets.length === 0) {
+    throw new Error(`unknown target(s) ${unknown.join(", ") || "(none given)"}; known: ${ALL_TARGETS.join(", ")}`);
+  }
+  return {
+    rounds: positive("rounds", values.rounds, 3, true),
+    durationSec: positive("duration", values.duration, 3, false),
+    warmupSec: positive("warmup", values.warmup, 2, false),
+    targets: [...new Set(targets)],
+    connections: positive("connections", values.connections, 50, true),
+    pipelining: positive("pipelining", values.pipelining, 10, true),
+    coldStarts: positive("cold-starts", values["cold-starts"], 5, true),
+    seed: positive("seed", values.seed, 42, true),
+    viaTsx: values.tsx,
+  };
+}
+
+/** Rough wall-time forecast, printed up front so nobody is surprised by a long run. */
+export function estimateSec(config: Config): number {
+  const perStart = 0.5 + 1.2 + config.warmupSec + SCENARIOS.length * (config.durationSec + 0.2);
+  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + 2;
+}

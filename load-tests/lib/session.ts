@@ -1,0 +1,80 @@
+// One (round, target) session on a freshly started server: correctness check, idle RSS,
+// one mixed warm-up, then every scenario measured with the server's CPU diffed around it.
+import * as http from "node:http";
+import { SCENARIOS, type Config } from "./args.js";
+import { request, sleep } from "./http.js";
+import type { LoadClient } from "./load-client.js";
+import { readRssMb } from "./machine.js";
+import type { ServerHandle } from "./server.js";
+import type { RunRecord } from "./types.js";
+
+export interface SessionResult {
+  records: RunRecord[];
+  idleRssMb: number | null;
+  warnings: string[];
+}
+
+function parse(body: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(body);
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Same answers from every target, or the comparison is meaningless: say so loudly. */
+export async function checkRoutes(origin: string): Promise<string[]> {
+  const problems: string[] = [];
+  const hello = await request(`${origin}/hello`);
+  if (hello.status !== 200 || parse(hello.body)?.hello !== "world") problems.push(`GET /hello -> ${hello.status} ${hello.body.slice(0, 80)}`);
+  const one = await request(`${origin}/books/42`);
+  const oneBody = parse(one.body);
+  if (one.status !== 200 || String(oneBody?.id) !== "42" || oneBody?.title !== "Book 42") {
+    problems.push(`GET /books/42 -> ${one.status} ${one.body.slice(0, 80)}`);
+  }
+  const valid = await request(`${origin}/books`, { method: "POST", body: JSON.stringify({ title: "Dune", author: "Frank Herbert" }) });
+  if (valid.status !== 201 || parse(valid.body)?.title !== "Dune") problems.push(`POST /books (valid) -> ${valid.status} ${valid.body.slice(0, 80)}`);
+  const invalid = await request(`${origin}/books`, { method: "POST", body: JSON.stringify({ title: "", author: 7 }) });
+  if (invalid.status !== 400 && invalid.status !== 422) problems.push(`POST /books (invalid) -> ${invalid.status}, expected 400/422`);
+  return problems;
+}
+
+/** 100 requests over one keep-alive connection, a 1 s settle, then VmRSS. */
+async function idleRss(server: ServerHandle): Promise<number | null> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  try {
+    for (let i = 0; i < 100; i++) {
+      const scenario = SCENARIOS[i % SCENARIOS.length];
+      if (!scenario) continue;
+      await request(`${server.origin}${scenario.path}`, { method: scenario.method, body: scenario.body, agent });
+    }
+  } finally {
+    agent.destroy();
+  }
+  await sleep(1_000);
+  return readRssMb(server.pid);
+}
+
+export async function runSession(
+  server: ServerHandle,
+  loader: LoadClient,
+  config: Config,
+  target: string,
+  round: number,
+): Promise<SessionResult> {
+  const warnings = await checkRoutes(server.origin);
+  const idleRssMb = await idleRss(server);
+  const base = { origin: server.origin, connections: config.connections, pipelining: config.pipelining };
+  // One warm-up per server start, all routes mixed, so every handler is JIT-compiled
+  // before any measured window without paying a warm-up per scenario.
+  await loader.run({ ...base, requests: SCENARIOS, durationSec: config.warmupSec, measureCpu: false });
+  const records: RunRecord[] = [];
+  for (const scenario of SCENARIOS) {
+    if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
+    const result = await loader.run({ ...base, requests: [scenario], durationSec: config.durationSec, measureCpu: true });
+    const reqPerCpuSec = result.cpuSec !== null && result.cpuSec > 0 ? result.requests / result.cpuSec : null;
+    records.push({ ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null });
+  }
+  return { records, idleRssMb, warnings };
+}

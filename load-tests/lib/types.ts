@@ -1,0 +1,88 @@
+// Shapes shared between the harness, its load-generator child and the report.
+
+export interface RequestSpec {
+  method: "GET" | "POST";
+  path: string;
+  body?: string;
+}
+
+export interface Scenario extends RequestSpec {
+  name: string;
+}
+
+/** One autocannon run, sent to the load-generator child over IPC. */
+export interface LoadJob {
+  origin: string;
+  requests: RequestSpec[];
+  durationSec: number;
+  connections: number;
+  pipelining: number;
+  /** Diff the server's GET /__cpu around the run (outside the measured window). */
+  measureCpu: boolean;
+}
+
+export interface LoadResult {
+  requests: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+  timeouts: number;
+  /** Server user+system CPU seconds spent during the window, when measured. */
+  cpuSec: number | null;
+  /** Length of the measured window as autocannon timed it. */
+  durationSec: number;
+}
+
+export type LoaderRequest = { id: number; job: LoadJob };
+export type LoaderReply =
+  | { id: number; ok: true; result: LoadResult }
+  | { id: number; ok: false; error: string };
+
+/** One (target, scenario, round) measurement. */
+export interface RunRecord extends LoadResult {
+  target: string;
+  scenario: string;
+  round: number;
+  reqPerCpuSec: number | null;
+  ratioVsH3: number | null;
+}
+
+export interface TargetInfo {
+  target: string;
+  idleRssMb: number | null;
+  coldStartMs: number | null;
+  coldStartsMs: number[];
+  rssSamplesMb: number[];
+  skipped: string | null;
+  warnings: string[];
+}
+
+export interface MachineInfo {
+  cpuModel: string;
+  cores: number;
+  node: string;
+  platform: string;
+  kernel: string;
+  pinned: boolean;
+  pinningNote: string;
+  /** 1-minute load average before the run: other work on the box skews every number. */
+  loadAvgBefore: number;
+  loadAvgAfter: number | null;
+}
+
+export interface SummaryRow {
+  target: string;
+  scenario: string;
+  rounds: number;
+  reqPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  reqPerCpuSec: number | null;
+  /** Server CPU seconds / window seconds: near 100 means the server, not the client, was the limit. */
+  serverCpuPct: number | null;
+  ratioVsH3: number | null;
+  non2xx: number;
+  errors: number;
+}

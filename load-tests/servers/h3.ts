@@ -1,0 +1,19 @@
+// Bare h3 v2 on srvx: the baseline keelson builds on, so every ratio is against it.
+import { H3, HTTPError, serve } from "h3";
+import { announceReady, book, createdBook, HOST, isNewBook, port } from "./common.js";
+
+const app = new H3();
+app.get("/hello", () => ({ hello: "world" }));
+app.get("/books/:id", (event) => book(event.context.params?.id ?? ""));
+app.post("/books", async (event) => {
+  const body: unknown = await event.req.json().catch(() => undefined);
+  if (!isNewBook(body)) throw new HTTPError({ status: 422, message: "invalid book" });
+  event.res.status = 201;
+  return createdBook(body);
+});
+app.get("/__cpu", () => process.cpuUsage());
+
+const listenPort = port();
+const server = serve(app, { port: listenPort, hostname: HOST, silent: true, gracefulShutdown: false });
+await server.ready();
+announceReady(listenPort);

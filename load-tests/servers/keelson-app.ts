@@ -1,0 +1,35 @@
+// The keelson app shared by the plain and the OpenTelemetry targets.
+import * as fs from "node:fs";
+import { z } from "zod";
+import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
+import { announceReady, HOST, logFile, port, waitUntilAccepting } from "./common.js";
+
+const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
+
+export function buildApp(): App {
+  // JSON request logs to a file, like fastify-logger: production setup, not a silenced one.
+  const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
+  const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
+  app.registerController({
+    routes: () => [
+      get("/hello", () => ({ hello: "world" })),
+      get("/books/:id", (ctx) => ({ id: ctx.params.id, title: `Book ${ctx.params.id}`, author: "Anonymous" })),
+      post("/books", { body: BookSchema }, (ctx) => created({ ...ctx.body, id: "1" })),
+      get("/__cpu", () => process.cpuUsage()),
+    ],
+  });
+  return app;
+}
+
+export async function startApp(app: App): Promise<void> {
+  // keelson's listen() settles when the server has shut down (serve until stopped),
+  // so readiness is taken from the socket accepting connections instead.
+  const serving = app.listen();
+  serving.catch((error: unknown) => {
+    console.error("keelson listen() failed:", error);
+    process.exit(1);
+  });
+  await waitUntilAccepting(port());
+  announceReady(port());
+  await serving;
+}
