@@ -16,8 +16,9 @@ import { errorResponse, isRouteNotFound, logServerError, toKError } from "./inte
 import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
+import { handleSignals } from "./internal/lifecycle-signals.js";
 import { RequestState } from "./internal/request-state.js";
-import { flushAllLoggers, newLogger, type Logger } from "./logger.js";
+import { newLogger, type Logger } from "./logger.js";
 import { json } from "./results.js";
 import type { Controller, Route } from "./route.js";
 
@@ -154,14 +155,16 @@ export class App implements Router {
   installModule(module: Module, router: Router): void {
     const name = module.name ?? module.constructor?.name ?? "module";
     const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    let step: Promise<unknown>;
     try {
       const result = module.register(router);
-      if (result instanceof Promise) this.#startup.push(result.catch((error: unknown) => Promise.reject(fail(error))));
+      step = result instanceof Promise ? result.catch((error: unknown) => Promise.reject(fail(error))) : Promise.resolve();
     } catch (error) {
-      const rejected = Promise.reject(fail(error));
-      rejected.catch(() => {});
-      this.#startup.push(rejected);
+      step = Promise.reject(fail(error));
     }
+    // Observed here so a rejection before listen() is not an unhandled rejection; listen() still sees it.
+    step.catch(() => {});
+    this.#startup.push(step);
   }
 
   group(prefix: string, ...middleware: Middleware[]): Group {
@@ -207,42 +210,37 @@ export class App implements Router {
   }
 
   /**
-   * Starts the server and resolves once it has shut down. SIGINT/SIGTERM drain it, run the
-   * hooks and exit the process (0 clean, 1 otherwise). Rejects if startup fails.
+   * Starts the server and resolves once it has shut down (by a signal or `close()`). The first
+   * SIGINT/SIGTERM drains it, runs the hooks and exits the process (0 clean, 1 otherwise).
+   * Rejects with a one-line reason if startup fails. A second call returns the same promise.
    */
   listen(): Promise<void> {
+    if (this.#listening === undefined && this.#lifecycle.shutdownStarted) {
+      return Promise.reject(new Error("cannot listen: the app was closed"));
+    }
     return (this.#listening ??= this.#listen());
   }
 
-  /** The same drain and hooks as a signal, without exiting the process. */
+  /** The same drain and hooks as a signal, without exiting the process; resolves `listen()` too. */
   close(): Promise<ShutdownReport> {
     return this.#lifecycle.shutdown("close()");
   }
 
   async #listen(): Promise<void> {
-    await Promise.all(this.#startup);
-    // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
-    if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
-    const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
-    const onSignal = (signal: NodeJS.Signals) => {
-      if (this.#lifecycle.shutdownStarted) {
-        this.logger.info("received %s while shutting down: already draining, nothing to do", signal);
-        return;
-      }
-      void this.#lifecycle.shutdown(signal).then((report) => {
-        flushAllLoggers();
-        process.exit(report.clean ? 0 : 1);
-      });
-    };
-    process.on("SIGINT", onSignal);
-    process.on("SIGTERM", onSignal);
-    this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
+    // Installed first: a signal during startup still drains and runs the hooks, never kills outright.
+    const releaseSignals = handleSignals(this.#lifecycle);
     try {
-      await this.#startSchedulers();
+      await Promise.all(this.#startup);
+      // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
+      if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
+      if (!this.#lifecycle.shutdownStarted) {
+        const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
+        this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
+        if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
+      }
       await this.#lifecycle.finished;
     } finally {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      releaseSignals();
     }
   }
 
@@ -273,11 +271,12 @@ export class App implements Router {
     const tracer = this.#services.tracer;
     event.context.keelson = new RequestState(performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
     this.#inflight++;
-    if (this.#lifecycle.draining) setResponseHeader(event, "connection", "close");
     this.#cors?.apply(event);
   }
 
   #onResponse(response: Response, event: H3Event): void {
+    // Also covers requests already running when shutdown began: onResponse runs before the head is written.
+    if (this.#lifecycle.shuttingDown) setResponseHeader(event, "connection", "close");
     // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
     // still one log line and one observation, as for every other request.
     const state = event.context.keelson;

@@ -1,4 +1,5 @@
 import type { Server as NodeServer } from "node:http";
+import { Server as NetServer } from "node:net";
 import { serve, type H3 } from "h3";
 import type { Server } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
@@ -10,6 +11,8 @@ export interface ShutdownReport {
   /** What started it: a signal name or `close()`. */
   reason: string;
   durationMs: number;
+  /** True when the budget ran out before everything finished. */
+  deadlinePassed: boolean;
   failedHooks: string[];
   /** The hook still running when the deadline passed, if any. */
   timedOutHook: string | undefined;
@@ -34,10 +37,21 @@ export interface LifecycleOptions {
 
 export type LifecycleState = "created" | "serving" | "draining" | "terminated";
 
+const DEADLINE = Symbol("deadline");
+type Deadline = Promise<typeof DEADLINE>;
+// While draining, sockets whose response head went out before the signal (so without
+// `Connection: close`) turn idle when that response ends; close them as soon as they do.
+const IDLE_SWEEP_MS = 20;
+
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/** `http://[::]:3000/` is where it listens, not where to go: print a URL a browser can open. */
+function displayURL(url: string): string {
+  return url.replace(/^(https?:\/\/)(\[::\]|0\.0\.0\.0)(?=:)/, "$1localhost");
 }
 
 /**
@@ -47,12 +61,11 @@ function describe(error: unknown): string {
  */
 export class Lifecycle {
   state: LifecycleState = "created";
-  /** True from the first signal: /health answers 503. */
+  /** True from the first signal or `close()`: /health answers 503, responses carry `Connection: close`. */
   shuttingDown = false;
-  /** True once the listener closes: responses carry `Connection: close`. */
-  draining = false;
   server: Server | undefined;
   readonly #options: LifecycleOptions;
+  #starting: Promise<unknown> | undefined;
   #shutdown: Promise<ShutdownReport> | undefined;
   #finish!: (report: ShutdownReport) => void;
   /** Settles when a shutdown, whatever started it, has completed. */
@@ -66,10 +79,27 @@ export class Lifecycle {
     return this.#shutdown !== undefined;
   }
 
+  get logger(): Logger {
+    return this.#options.logger;
+  }
+
+  /** The whole shutdown budget in ms. */
+  get budget(): number {
+    return this.#options.shutdownTimeout;
+  }
+
   /** Starts listening; rejects with a one-line reason when the port is taken or invalid. */
-  async start(app: H3, port: number, host: string | undefined): Promise<string> {
+  start(app: H3, port: number, host: string | undefined): Promise<string> {
+    if (this.#starting) return Promise.reject(new Error("the server was already started"));
+    const starting = this.#bind(app, port, host);
+    // A shutdown that begins meanwhile waits for the bind, whatever its outcome, then drains.
+    this.#starting = starting.catch(() => undefined);
+    return starting;
+  }
+
+  async #bind(app: H3, port: number, host: string | undefined): Promise<string> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new Error(`invalid port ${JSON.stringify(port)}: expected an integer from 0 to 65535`);
+      throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
     }
     // exclusive: false lets cluster workers share the primary's handle; gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
@@ -78,13 +108,14 @@ export class Lifecycle {
       await server.ready();
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === "EADDRINUSE") throw new Error(`port ${port} is already in use (EADDRINUSE)`, { cause: error });
-      if (code === "EACCES") throw new Error(`no permission to listen on port ${port} (EACCES)`, { cause: error });
-      throw new Error(`cannot listen on port ${port}: ${(error as Error).message}`, { cause: error });
+      const where = host ? `${host}:${port}` : `port ${port}`;
+      if (code === "EADDRINUSE") throw new Error(`${where} is already in use (EADDRINUSE)`, { cause: error });
+      if (code === "EACCES") throw new Error(`no permission to listen on ${where} (EACCES)`, { cause: error });
+      throw new Error(`cannot listen on ${where}: ${(error as Error).message}`, { cause: error });
     }
     this.server = server;
     this.state = "serving";
-    return server.url ?? `http://localhost:${port}`;
+    return displayURL(server.url ?? `http://localhost:${port}/`);
   }
 
   /** The port actually bound (useful with port 0). */
@@ -98,77 +129,92 @@ export class Lifecycle {
   }
 
   async #run(reason: string): Promise<ShutdownReport> {
-    const { logger, shutdownTimeout, shutdownDelay, hooks, inflight } = this.#options;
+    const { logger, shutdownTimeout, shutdownDelay, hooks } = this.#options;
     const started = performance.now();
-    const controller = new AbortController();
-    let onDeadline!: () => void;
-    const deadline = new Promise<"deadline">((resolve) => (onDeadline = () => resolve("deadline")));
-    const timer = setTimeout(() => {
-      controller.abort(new Error(`shutdown deadline of ${shutdownTimeout}ms passed`));
-      onDeadline();
-    }, shutdownTimeout);
     const report: ShutdownReport = {
-      clean: true, reason, durationMs: 0, failedHooks: [], timedOutHook: undefined, skippedHooks: [], abandonedRequests: 0,
+      clean: true, reason, durationMs: 0, deadlinePassed: false, failedHooks: [], timedOutHook: undefined,
+      skippedHooks: [], abandonedRequests: 0,
     };
     this.shuttingDown = true;
-    const wasServing = this.state === "serving";
-    this.state = "draining";
-    logger.info("draining: %s, shutdown budget %dms", reason, shutdownTimeout);
-
-    if (wasServing && shutdownDelay > 0) {
-      logger.info("waiting %dms before closing the listener (health reports DOWN)", shutdownDelay);
-      await Promise.race([sleep(shutdownDelay), deadline]);
+    const controller = new AbortController();
+    let onDeadline!: () => void;
+    const deadline: Deadline = new Promise((resolve) => (onDeadline = () => resolve(DEADLINE)));
+    const timer = setTimeout(() => {
+      report.deadlinePassed = true;
+      // Deadline first: a hook that rejects on abort is then reported as timed out, not failed.
+      onDeadline();
+      controller.abort(new DOMException(`shutdown deadline of ${shutdownTimeout}ms passed`, "TimeoutError"));
+    }, shutdownTimeout);
+    logger.info("draining (%s): shutdown budget %dms", reason, shutdownTimeout);
+    try {
+      if (this.#starting) await Promise.race([this.#starting, deadline]);
+      const serving = this.state === "serving";
+      this.state = "draining";
+      if (serving && shutdownDelay > 0 && !report.deadlinePassed) {
+        logger.info("waiting %dms before closing the listener; /health answers 503 meanwhile", shutdownDelay);
+        await Promise.race([sleep(shutdownDelay), deadline]);
+      }
+      if (serving) await this.#drain(deadline, report);
+      await this.#runHooks(hooks, controller.signal, deadline, report);
+    } finally {
+      clearTimeout(timer);
     }
-    if (wasServing) await this.#drain(deadline, report, inflight);
-    await this.#runHooks(hooks, controller.signal, deadline, report, logger);
-    clearTimeout(timer);
-
     report.durationMs = Math.round(performance.now() - started);
-    report.clean = report.failedHooks.length === 0 && report.timedOutHook === undefined
-      && report.skippedHooks.length === 0 && report.abandonedRequests === 0;
+    report.clean = !report.deadlinePassed && report.failedHooks.length === 0;
     this.state = "terminated";
-    if (report.clean) logger.info("terminated cleanly in %dms", report.durationMs);
-    else logger.warn("terminated with errors in %dms: %s", report.durationMs, summarize(report));
+    if (report.clean) logger.info("terminated cleanly in %dms (%s)", report.durationMs, reason);
+    else logger.logError("terminated with errors in %dms (%s): %s", report.durationMs, reason, summarize(report));
     this.#finish(report);
     return report;
   }
 
-  async #drain(deadline: Promise<"deadline">, report: ShutdownReport, inflight: () => number): Promise<void> {
+  async #drain(deadline: Deadline, report: ShutdownReport): Promise<void> {
     const node = this.server?.node?.server as NodeServer | undefined;
-    this.draining = true;
     if (!node) return;
-    const closed = new Promise<"closed">((resolve) => node.close(() => resolve("closed")));
-    // Node closes idle keep-alive sockets on close() since v19; say so explicitly for clarity.
-    node.closeIdleConnections();
+    const { logger, inflight } = this.#options;
+    const started = performance.now();
+    logger.info("closing the listener: %d request(s) in flight", inflight());
+    const closed = new Promise<void>((resolve) => node.once("close", () => resolve()));
+    // Stop accepting before closing idle sockets. http's close() does it the other way round, so a
+    // client that sees its idle socket close can reconnect into the backlog of a listener that is
+    // about to close, and that connection is then reset instead of refused.
+    NetServer.prototype.close.call(node);
+    node.close();
+    const sweep = setInterval(() => node.closeIdleConnections(), IDLE_SWEEP_MS);
     const outcome = await Promise.race([closed, deadline]);
-    if (outcome === "deadline") {
+    clearInterval(sweep);
+    if (outcome === DEADLINE) {
       report.abandonedRequests = inflight();
       node.closeAllConnections();
-      this.#options.logger.warn("deadline passed with %d request(s) in flight: connections destroyed", report.abandonedRequests);
+      logger.logError("deadline passed with %d request(s) still running: their connections were destroyed", report.abandonedRequests);
+    } else {
+      logger.info("listener closed, in-flight requests done in %dms", Math.round(performance.now() - started));
     }
   }
 
-  async #runHooks(
-    hooks: readonly NamedHook[], signal: AbortSignal, deadline: Promise<"deadline">, report: ShutdownReport, logger: Logger,
-  ): Promise<void> {
-    if (hooks.length > 0) logger.info("running %d shutdown hook(s)", hooks.length);
-    for (const { name, hook } of hooks) {
-      if (signal.aborted) {
-        report.skippedHooks.push(name);
-        continue;
+  async #runHooks(hooks: readonly NamedHook[], signal: AbortSignal, deadline: Deadline, report: ShutdownReport): Promise<void> {
+    const { logger } = this.#options;
+    if (hooks.length > 0) logger.info("running %d shutdown hook(s): %s", hooks.length, hooks.map((h) => h.name).join(", "));
+    for (const [index, { name, hook }] of hooks.entries()) {
+      if (report.deadlinePassed) {
+        report.skippedHooks = hooks.slice(index).map((h) => h.name);
+        logger.logError("shutdown hook(s) not started before the deadline: %s", report.skippedHooks.join(", "));
+        return;
       }
+      const started = performance.now();
       try {
         const outcome = await Promise.race([Promise.resolve().then(() => hook(signal)), deadline]);
-        if (outcome === "deadline") {
+        if (outcome === DEADLINE) {
           report.timedOutHook = name;
-          logger.logError("shutdown hook %s did not finish before the deadline", name);
+          logger.logError("shutdown hook %s was still running at the deadline", name);
+        } else {
+          logger.debug("shutdown hook %s done in %dms", name, Math.round(performance.now() - started));
         }
       } catch (error) {
         report.failedHooks.push(name);
         logger.logError("shutdown hook %s failed: %s", name, describe(error));
       }
     }
-    if (report.skippedHooks.length > 0) logger.logError("shutdown hooks skipped after the deadline: %s", report.skippedHooks.join(", "));
   }
 }
 
@@ -178,5 +224,6 @@ function summarize(report: ShutdownReport): string {
   if (report.timedOutHook) parts.push(`hook still running at the deadline: ${report.timedOutHook}`);
   if (report.skippedHooks.length) parts.push(`skipped hooks: ${report.skippedHooks.join(", ")}`);
   if (report.abandonedRequests) parts.push(`${report.abandonedRequests} request(s) abandoned`);
+  if (report.deadlinePassed && parts.length === 0) parts.push("the deadline passed");
   return parts.join("; ");
 }
