@@ -1,0 +1,117 @@
+import { beforeEach, describe, expect, it } from "vitest";
+import { buildApp } from "../examples/bookstore/app.js";
+import type { App } from "../src/index.js";
+import { captureLogs, requestLine } from "./helpers/logs.js";
+
+const JSON_HEADERS = { "content-type": "application/json" };
+
+describe("the bookstore example (in-process)", () => {
+  let app: App;
+  let logs: ReturnType<typeof captureLogs>;
+
+  beforeEach(() => {
+    logs = captureLogs();
+    app = buildApp({ logger: logs.logger });
+  });
+
+  const call = async (path: string, init?: RequestInit) => {
+    const res = await app.request(path, init);
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, body: text === "" ? undefined : JSON.parse(text) };
+  };
+
+  it("lists the seeded books in a page envelope", async () => {
+    const res = await call("/api/books");
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ total: 3, page: 1, limit: 20, total_pages: 1 });
+    expect(res.body.data.map((b: { id: string }) => b.id)).toEqual(["b1", "b2", "b3"]);
+    expect(res.headers.get("x-api-version")).toBe("1");
+  });
+
+  it("pages with page and limit, clamping out-of-range numbers", async () => {
+    expect(await call("/api/books?page=2&limit=2")).toMatchObject({
+      status: 200, body: { data: [{ id: "b3" }], total: 3, page: 2, limit: 2, total_pages: 2 },
+    });
+    expect((await call("/api/books?limit=500")).body).toMatchObject({ limit: 100, total_pages: 1 });
+    expect((await call("/api/books?page=0&limit=-3")).body).toMatchObject({ page: 1, limit: 20 });
+    expect((await call("/api/books?page=9")).body).toMatchObject({ data: [], page: 9, total: 3 });
+  });
+
+  it("gets one book, and 404s an unknown id with a JSON error", async () => {
+    expect(await call("/api/books/b2")).toMatchObject({
+      status: 200, body: { id: "b2", title: "Designing Data-Intensive Applications", author: "Martin Kleppmann", year: 2017 },
+    });
+    expect(await call("/api/books/b999")).toEqual({
+      status: 404, headers: expect.anything(), body: { status_code: 404, code: "NOT_FOUND", message: "no book with id b999" },
+    });
+  });
+
+  it("creates a book (201 with Location) that can then be read", async () => {
+    const res = await call("/api/books", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ title: "Dune", author: "Frank Herbert", year: 1965 }) });
+    expect(res.status).toBe(201);
+    expect(res.body).toEqual({ id: "b4", title: "Dune", author: "Frank Herbert", year: 1965 });
+    expect(res.headers.get("location")).toBe("/api/books/b4");
+    expect((await call("/api/books/b4")).body).toEqual(res.body);
+    expect((await call("/api/books")).body.total).toBe(4);
+  });
+
+  it("rejects an invalid book with 422 and the failing fields", async () => {
+    const res = await call("/api/books", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ title: "", year: "1965" }) });
+    expect(res.status).toBe(422);
+    expect(res.body).toMatchObject({ status_code: 422, code: "VALIDATION_ERROR", message: "Validation failed" });
+    expect(res.body.errors.map((e: { path: string }) => e.path).toSorted()).toEqual(["body.author", "body.title", "body.year"]);
+    expect((await call("/api/books")).body.total).toBe(3);
+  });
+
+  it("rejects malformed JSON and a non-JSON body", async () => {
+    expect((await call("/api/books", { method: "POST", headers: JSON_HEADERS, body: "{title:" })).body.code).toBe("INVALID_JSON");
+    expect((await call("/api/books", { method: "POST", headers: { "content-type": "text/plain" }, body: "Dune" })).status).toBe(415);
+  });
+
+  it("replaces a book, and 404s a replace of an unknown id", async () => {
+    const book = { title: "Release It! (2nd ed.)", author: "Michael Nygard", year: 2018 };
+    expect(await call("/api/books/b3", { method: "PUT", headers: JSON_HEADERS, body: JSON.stringify(book) })).toMatchObject({
+      status: 200, body: { id: "b3", ...book },
+    });
+    expect((await call("/api/books/b3")).body).toEqual({ id: "b3", ...book });
+    expect((await call("/api/books/nope", { method: "PUT", headers: JSON_HEADERS, body: JSON.stringify(book) })).status).toBe(404);
+  });
+
+  it("deletes a book with 204, then 404s it", async () => {
+    expect(await call("/api/books/b1", { method: "DELETE" })).toMatchObject({ status: 204, body: undefined });
+    expect((await call("/api/books/b1")).status).toBe(404);
+    expect((await call("/api/books/b1", { method: "DELETE" })).status).toBe(404);
+  });
+
+  it("answers a wrong method with 405", async () => {
+    const res = await call("/api/books", { method: "PATCH" });
+    expect([res.status, res.headers.get("allow")]).toEqual([405, "GET, HEAD, POST"]);
+  });
+
+  it("reports health UP with the module's checker", async () => {
+    expect(await call("/health")).toMatchObject({
+      status: 200, body: { status: "UP", service: "bookstore", checks: { catalogue: "UP" } },
+    });
+  });
+
+  it("greets in the Accept-Language", async () => {
+    expect((await call("/hello?name=Ana", { headers: { "accept-language": "fr-FR, fr;q=0.9" } })).body).toEqual({ message: "Bonjour, Ana !", lang: "fr" });
+    expect((await call("/hello", { headers: { "accept-language": "de" } })).body).toEqual({ message: "Hallo, world!", lang: "de" });
+    expect((await call("/hello")).body).toEqual({ message: "Hello, world!", lang: "en" });
+  });
+
+  it("logs one line per request", async () => {
+    await call("/api/books?page=1");
+    await call("/api/books/zzz");
+    expect(logs.lines()).toEqual([
+      expect.stringMatching(requestLine("INFO", "GET", "/api/books", 200)),
+      expect.stringMatching(requestLine("WARN", "GET", "/api/books/zzz", 404)),
+    ]);
+  });
+
+  it("keeps a separate catalogue per app", async () => {
+    await call("/api/books/b1", { method: "DELETE" });
+    const other = buildApp({ logger: captureLogs().logger });
+    expect((await other.request("/api/books/b1")).status).toBe(200);
+  });
+});
