@@ -153,7 +153,8 @@ export class App implements Router {
 
   /** @internal A failing register step is kept and makes `listen()` reject. */
   installModule(module: Module, router: Router): void {
-    const name = module.name ?? module.constructor?.name ?? "module";
+    // A plain object literal would otherwise be reported as "module Object".
+    const name = module.name ?? (module.constructor === Object ? undefined : module.constructor?.name) ?? "(unnamed)";
     const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
     let step: Promise<unknown>;
     try {
