@@ -28,10 +28,12 @@ export interface PrimaryMessages {
 
 /** Request types, by type → [request payload, reply payload]. Either side may serve them. */
 export interface Requests {
-  /** Worker → primary: the cluster-wide exposition for a scrape of /metrics. */
-  "metrics:cluster": [Record<string, never>, { text: string; contentType: string }];
+  /** Worker → primary: the cluster-wide exposition for a scrape of /metrics; `timeoutMs` is per worker. */
+  "metrics:cluster": [{ timeoutMs: number }, { text: string; contentType: string }];
   /** Primary → worker: this worker's metrics snapshot. */
   "metrics:snapshot": [Record<string, never>, { snapshot: MetricsSnapshot }];
+  /** Worker → primary, after its drain: its last snapshot, kept by the primary once it has exited. */
+  "metrics:final": [{ snapshot: MetricsSnapshot }, Record<string, never>];
 }
 
 export type RequestType = keyof Requests;
