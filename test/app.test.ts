@@ -229,6 +229,58 @@ describeBoth(
   },
 );
 
+describe("request log lines", () => {
+  it("text: [LEVEL] <UTC date> <time> <method> <path> <status> <duration>", async () => {
+    vi.useFakeTimers({ now: new Date("2026-11-22T05:30:33.123Z"), toFake: ["Date"] });
+    try {
+      const logs = captureLogs("text");
+      const app = new App({ logger: logs.logger });
+      app.route(get("/ok", () => ({})));
+      await app.request("/ok?secret=1");
+      await app.request("/nope");
+      const lines = logs.lines();
+      expect(lines[0]).toMatch(/^\[INFO\] 2026-11-22 05:30:33 GET \/ok 200 \d+\.\d\dms$/);
+      expect(lines[1]).toMatch(/^\[WARN\] 2026-11-22 05:30:33 GET \/nope 404 \d+\.\d\dms$/);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("JSON: level, ISO time, method, path, integer status, duration with unit", async () => {
+    const logs = captureLogs("json");
+    const app = new App({ logger: logs.logger });
+    app.route(post("/books", () => created({})));
+    app.route(get("/boom", () => Promise.reject(new Error("x"))));
+    await app.request("/books?page=2", { method: "POST" });
+    await app.request("/nope");
+    await app.request("/boom");
+    const requests = logs.lines().filter((line) => line.includes('"method"'));
+    expect(requests).toHaveLength(3);
+    for (const line of requests) {
+      expect(line).toMatch(/^\{"level":"(info|warn|error)","time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","method":"[A-Z]+","path":"[^"?]+","status":\d{3},"duration":"\d+\.\d{1,2}m?s"\}$/);
+    }
+    expect(requests.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+      expect.objectContaining({ level: "info", method: "POST", path: "/books", status: 201 }),
+      expect.objectContaining({ level: "warn", method: "GET", path: "/nope", status: 404 }),
+      expect.objectContaining({ level: "error", method: "GET", path: "/boom", status: 500 }),
+    ]);
+  });
+
+  it("gives handlers the App's logger; their lines come before the request line", async () => {
+    const logs = captureLogs();
+    const app = new App({ logger: logs.logger });
+    app.route(get("/work", (ctx) => {
+      expect(ctx.logger).toBe(app.logger);
+      ctx.logger.info("working on %s", ctx.params);
+      return {};
+    }));
+    await app.request("/work");
+    const lines = logs.lines();
+    expect(lines[0]).toMatch(/^\[INFO\] .* working on \{\}$/);
+    expect(lines[1]).toMatch(requestLine("INFO", "GET", "/work", 200));
+  });
+});
+
 describe("request()", () => {
   it("works without listen() and takes a Request, a path or a URL", async () => {
     const app = new App({ logger: captureLogs().logger });

@@ -174,6 +174,18 @@ describe("controllers and modules", () => {
     await expect(app.request("/health")).rejects.toThrow("module cache failed to register: REDIS_URL is not set");
   });
 
+  it("names a failing module by its class, or (unnamed) for a nameless object literal", async () => {
+    class SearchModule implements Module {
+      register(): void {
+        throw new Error("index missing");
+      }
+    }
+    const byClass = new App({ logger: captureLogs().logger }).use(new SearchModule());
+    await expect(byClass.request("/health")).rejects.toThrow("module SearchModule failed to register: index missing");
+    const anonymous = new App({ logger: captureLogs().logger }).use({ register: () => Promise.reject(new Error("boom")) });
+    await expect(anonymous.request("/health")).rejects.toThrow("module (unnamed) failed to register: boom");
+  });
+
   it("use(middleware) adds global h3 middleware that also sees unmatched paths", async () => {
     const seen: string[] = [];
     const app = new App({ logger: captureLogs().logger });
