@@ -17,6 +17,7 @@ import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
+import { attachWorkerLink } from "./internal/worker-link.js";
 import { RequestState } from "./internal/request-state.js";
 import { newLogger, type Logger } from "./logger.js";
 import { json } from "./results.js";
@@ -230,6 +231,7 @@ export class App implements Router {
   async #listen(): Promise<void> {
     // Installed first: a signal during startup still drains and runs the hooks, never kills outright.
     const releaseSignals = handleSignals(this.#lifecycle);
+    let releaseWorker = () => {};
     try {
       await Promise.all(this.#startup);
       // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
@@ -238,9 +240,18 @@ export class App implements Router {
         const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
+        // Under the supervisor: report ready, heartbeat, and drain by itself if the primary dies.
+        if (!this.#lifecycle.shutdownStarted) {
+          const { env, docs, port, shutdownTimeout } = this.config;
+          releaseWorker = attachWorkerLink({
+            port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
+            shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
+          });
+        }
       }
       await this.#lifecycle.finished;
     } finally {
+      releaseWorker();
       releaseSignals();
     }
   }
