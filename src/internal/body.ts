@@ -4,6 +4,34 @@ import { createError } from "../errors.js";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 
+/**
+ * Deepest nesting of arrays and objects a JSON body may have. V8 parses 100k levels of `[[[…]]]`
+ * (200 KB) happily, but JSON.stringify, recursive validators and application code then overflow
+ * the stack: a 500 the client could trigger at will.
+ */
+export const MAX_JSON_DEPTH = 256;
+
+const OPEN_BRACKET = 0x5b, OPEN_BRACE = 0x7b, CLOSE_BRACKET = 0x5d, CLOSE_BRACE = 0x7d, QUOTE = 0x22, BACKSLASH = 0x5c;
+
+/** True when `text` nests deeper than `max`; brackets inside strings do not count. */
+export function exceedsDepth(text: string, max: number): boolean {
+  // Nesting deeper than `max` needs more than `max` characters: small bodies skip the scan.
+  if (text.length <= max) return false;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === BACKSLASH) i++;
+      else if (c === QUOTE) inString = false;
+    } else if (c === QUOTE) inString = true;
+    else if (c === OPEN_BRACKET || c === OPEN_BRACE) {
+      if (++depth > max) return true;
+    } else if (c === CLOSE_BRACKET || c === CLOSE_BRACE) depth--;
+  }
+  return false;
+}
+
 function tooLarge(limit: number) {
   return createError("PAYLOAD_TOO_LARGE", `Request body exceeds the limit of ${limit} bytes`);
 }
@@ -62,8 +90,9 @@ async function readText(event: H3Event, limit: number): Promise<string> {
 /**
  * Reads and parses a JSON request body under `limit` bytes. Empty body → undefined.
  * 413 over the limit (by Content-Length up front, or while streaming a chunked body),
- * 415 for a body that says it is not JSON, 400 for malformed JSON. A body without a
- * Content-Type is parsed as JSON: clients such as curl forget it more often than not.
+ * 415 for a body that says it is not JSON, 400 for malformed JSON or JSON nested deeper than
+ * MAX_JSON_DEPTH. A body without a Content-Type is parsed as JSON: clients such as curl forget
+ * it more often than not.
  */
 export async function readJSONBody(event: H3Event, limit: number): Promise<unknown> {
   const headers = event.req.headers;
@@ -82,6 +111,9 @@ export async function readJSONBody(event: H3Event, limit: number): Promise<unkno
   }
   const text = await readText(event, limit);
   if (text.length === 0) return undefined;
+  if (exceedsDepth(text, MAX_JSON_DEPTH)) {
+    throw createError("INVALID_JSON", `JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
   try {
     return JSON.parse(text);
   } catch {

@@ -1,40 +1,39 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { validationError, type FieldError } from "../errors.js";
+import { readJSONSchema, resolveLocalRef, type JSONSchema } from "./json-schema.js";
 
 /** Where a value came from; prefixes each failing field's path in the 422 body. */
 export type InputPart = "params" | "query" | "body";
 
-type JSONSchemaNode = { type?: string | string[]; items?: JSONSchemaNode; anyOf?: JSONSchemaNode[]; oneOf?: JSONSchemaNode[] };
+/** At most this many failing fields are listed: a 1 MiB array of bad items must not echo back as 20 MiB. */
+export const MAX_FIELD_ERRORS = 100;
 
-interface JSONSchemaCapable {
-  "~standard": { jsonSchema?: { input(options: { target: string }): Record<string, unknown> } };
-}
+type JSONSchemaNode = {
+  type?: string | string[];
+  items?: JSONSchemaNode;
+  anyOf?: JSONSchemaNode[];
+  oneOf?: JSONSchemaNode[];
+  allOf?: JSONSchemaNode[];
+  properties?: Record<string, JSONSchemaNode>;
+};
 
-/** The JSON Schema of a Standard Schema's input side, when its library implements Standard JSON Schema. */
-export function inputJSONSchema(schema: StandardSchemaV1): Record<string, unknown> | undefined {
-  const converter = (schema as unknown as JSONSchemaCapable)["~standard"].jsonSchema;
-  if (!converter) return undefined;
-  try {
-    return converter.input({ target: "draft-2020-12" });
-  } catch {
-    return undefined;
+function typesOf(root: JSONSchema, node: JSONSchemaNode | undefined, out = new Set<string>(), depth = 0): Set<string> {
+  if (!node || depth > 16) return out;
+  const resolved = resolveLocalRef(root, node) as JSONSchemaNode;
+  if (typeof resolved.type === "string") out.add(resolved.type);
+  else if (Array.isArray(resolved.type)) for (const t of resolved.type) out.add(t);
+  for (const sub of [...(resolved.anyOf ?? []), ...(resolved.oneOf ?? []), ...(resolved.allOf ?? [])]) {
+    typesOf(root, sub, out, depth + 1);
   }
-}
-
-function typesOf(node: JSONSchemaNode | undefined): Set<string> {
-  const out = new Set<string>();
-  if (!node) return out;
-  if (typeof node.type === "string") out.add(node.type);
-  else if (Array.isArray(node.type)) for (const t of node.type) out.add(t);
-  for (const sub of [...(node.anyOf ?? []), ...(node.oneOf ?? [])]) for (const t of typesOf(sub)) out.add(t);
   return out;
 }
 
+// Plain decimal notation only: Number() alone would also take "0x10", "0b1", " " and "".
+const DECIMAL = /^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+
 function coerceScalar(value: string, types: Set<string>): unknown {
   if (types.has("string") || types.size === 0) return value;
-  if ((types.has("number") || types.has("integer")) && value.trim() !== "" && Number.isFinite(Number(value))) {
-    return Number(value);
-  }
+  if ((types.has("number") || types.has("integer")) && DECIMAL.test(value)) return Number(value);
   if (types.has("boolean") && (value === "true" || value === "false")) return value === "true";
   if (types.has("null") && value === "") return null;
   return value;
@@ -48,12 +47,14 @@ export type Coercer = (raw: Record<string, string | string[]>) => Record<string,
  * not describe, or that do not parse, are left as strings so the validator reports them.
  */
 export function createCoercer(schema: StandardSchemaV1): Coercer | undefined {
-  const json = inputJSONSchema(schema) as { properties?: Record<string, JSONSchemaNode> } | undefined;
-  const properties = json?.properties;
-  if (!properties) return undefined;
+  const root = readJSONSchema(schema, "input");
+  // A schema with an id comes back as `{ $ref: "#/$defs/Id", $defs }`: coerce what the ref names.
+  const properties = root && (resolveLocalRef(root, root) as JSONSchemaNode).properties;
+  if (!root || !properties) return undefined;
   const plan = Object.entries(properties).map(([key, node]) => {
-    const types = typesOf(node);
-    return { key, types, array: types.has("array"), itemTypes: typesOf(node.items) };
+    const types = typesOf(root, node);
+    const items = (resolveLocalRef(root, node) as JSONSchemaNode).items;
+    return { key, types, array: types.has("array"), itemTypes: typesOf(root, items) };
   });
   return function coerce(raw) {
     const out: Record<string, unknown> = { ...raw };
@@ -73,7 +74,7 @@ function pathOf(part: InputPart, issue: StandardSchemaV1.Issue): string {
 }
 
 function toFieldErrors(part: InputPart, issues: readonly StandardSchemaV1.Issue[]): FieldError[] {
-  return issues.map((issue) => ({ path: pathOf(part, issue), message: issue.message }));
+  return issues.slice(0, MAX_FIELD_ERRORS).map((issue) => ({ path: pathOf(part, issue), message: issue.message }));
 }
 
 function settle(part: InputPart, result: StandardSchemaV1.Result<unknown>): unknown {
@@ -81,18 +82,24 @@ function settle(part: InputPart, result: StandardSchemaV1.Result<unknown>): unkn
   return result.value;
 }
 
+/** A validator that overflows the stack on absurdly deep input: still the client's fault. */
+function rethrow(part: InputPart, error: unknown): never {
+  if (error instanceof RangeError) throw validationError([{ path: part, message: "Input is nested too deeply" }]);
+  throw error;
+}
+
 /**
  * Validates one input part. Returns the parsed value, or a promise of it for async schemas;
- * throws a 422 `VALIDATION_ERROR` KError listing each failing field.
+ * throws a 422 `VALIDATION_ERROR` KError listing each failing field (the first 100).
  */
 export function validateInput(part: InputPart, schema: StandardSchemaV1, value: unknown): unknown {
   let result: StandardSchemaV1.Result<unknown> | Promise<StandardSchemaV1.Result<unknown>>;
   try {
     result = schema["~standard"].validate(value);
   } catch (error) {
-    // A validator that overflows the stack on absurdly deep input is still the client's fault.
-    if (error instanceof RangeError) throw validationError([{ path: part, message: "Input is nested too deeply" }]);
-    throw error;
+    rethrow(part, error);
   }
-  return result instanceof Promise ? result.then((r) => settle(part, r)) : settle(part, result);
+  return result instanceof Promise
+    ? result.then((r) => settle(part, r), (error: unknown) => rethrow(part, error))
+    : settle(part, result);
 }
