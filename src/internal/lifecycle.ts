@@ -42,6 +42,10 @@ type Deadline = Promise<typeof DEADLINE>;
 // While draining, sockets whose response head went out before the signal (so without
 // `Connection: close`) turn idle when that response ends; close them as soon as they do.
 const IDLE_SWEEP_MS = 20;
+// ...but only after this grace: a keep-alive client may be sending its next request on a socket
+// that looks idle, and destroying it fails that request (autocannon under a rolling reload counted
+// them). A request that arrives meanwhile gets `Connection: close`, so busy sockets close cleanly.
+const IDLE_GRACE_MS = 100;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -179,9 +183,13 @@ export class Lifecycle {
     // client that sees its idle socket close can reconnect into the backlog of a listener that is
     // about to close, and that connection is then reset instead of refused.
     NetServer.prototype.close.call(node);
-    node.close();
-    const sweep = setInterval(() => node.closeIdleConnections(), IDLE_SWEEP_MS);
+    let sweep: NodeJS.Timeout | undefined;
+    const grace = setTimeout(() => {
+      node.close();
+      sweep = setInterval(() => node.closeIdleConnections(), IDLE_SWEEP_MS);
+    }, IDLE_GRACE_MS);
     const outcome = await Promise.race([closed, deadline]);
+    clearTimeout(grace);
     clearInterval(sweep);
     if (outcome === DEADLINE) {
       report.abandonedRequests = inflight();
