@@ -1,0 +1,101 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { readWorkersEnv, type SupervisorOptions } from "./options.js";
+
+/** What the command line asks for. */
+export type CliCommand =
+  | { command: "help" }
+  | { command: "start"; options: SupervisorOptions }
+  | { command: "error"; message: string };
+
+export const USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
+
+Runs <entry> (a module that builds a keelson App and calls listen()) in N node:cluster
+workers behind one port. SIGINT/SIGTERM: drain every worker and exit (0 when all exited
+cleanly, else 1). SIGHUP: rolling reload, one worker at a time.
+
+Options (times in milliseconds):
+  -w, --workers N             workers (default: $WORKERS, else $WEB_CONCURRENCY, else one per CPU)
+  -p, --port N                port of the App (default: $PORT, else the App's own default, 3000)
+      --ready-timeout MS      a worker must listen within this (default 30000)
+      --shutdown-timeout MS   drain budget assumed before a worker reports its own (default 10000)
+      --kill-margin MS        SIGKILL a draining worker this long after its budget (default 1000)
+      --heartbeat-interval MS worker heartbeat period (default 1000)
+      --watchdog-timeout MS   kill a worker silent this long, blocked event loop; 0 = off (default 10000)
+      --backoff-initial MS    first restart delay after a crash, doubling (default 100)
+      --backoff-max MS        largest restart delay (default 10000)
+      --backoff-reset MS      uptime that resets a slot's delay (default 30000)
+      --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
+      --crash-window MS       (default 60000)
+  -h, --help                  this text
+
+Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
+Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).`;
+
+const NUMBER_FLAGS = {
+  workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
+  "heartbeat-interval": undefined, "watchdog-timeout": undefined, "backoff-initial": undefined, "backoff-max": undefined,
+  "backoff-reset": undefined, "max-crashes": undefined, "crash-window": undefined,
+} as const;
+
+type NumberFlag = keyof typeof NUMBER_FLAGS;
+
+function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFlag): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(value) || value < 0) throw new Error(`--${flag} expects a number >= 0, got "${raw}"`);
+  return value;
+}
+
+function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | undefined {
+  if (flag !== undefined) return flag;
+  const raw = env.PORT;
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be an integer from 0 to 65535, got "${raw}"`);
+  return value;
+}
+
+/** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
+export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
+  try {
+    const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
+      name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
+    ]));
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true,
+      options: { ...options, help: { type: "boolean", short: "h" } },
+    });
+    const separator = argv.indexOf("--");
+    const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
+    const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
+    if (values.help === true || own.length === 0) return { command: "help" };
+    const [command, entry, ...extra] = own;
+    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start)` };
+    if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
+    if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
+    if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };
+    const numbers = values as Partial<Record<NumberFlag, string>>;
+    const number = (flag: NumberFlag) => readNumber(numbers, flag);
+    return {
+      command: "start",
+      options: {
+        entry,
+        args: entryArgs,
+        workers: number("workers") ?? readWorkersEnv(env),
+        port: readPort(number("port"), env),
+        readyTimeout: number("ready-timeout"),
+        shutdownTimeout: number("shutdown-timeout"),
+        killMargin: number("kill-margin"),
+        heartbeatInterval: number("heartbeat-interval"),
+        watchdogTimeout: number("watchdog-timeout"),
+        backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
+        crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
+      },
+    };
+  } catch (error) {
+    return { command: "error", message: (error as Error).message };
+  }
+}

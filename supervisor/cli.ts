@@ -1,0 +1,28 @@
+#!/usr/bin/env node
+import { USAGE, parseCli } from "./cli-args.js";
+import { Supervisor } from "./primary.js";
+
+/**
+ * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
+ * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
+ * usage error).
+ */
+const cli = parseCli(process.argv.slice(2));
+if (cli.command === "help") {
+  process.stdout.write(USAGE + "\n");
+} else if (cli.command === "error") {
+  process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
+  process.exitCode = 2;
+} else {
+  let supervisor: Supervisor | undefined;
+  try {
+    supervisor = new Supervisor(cli.options);
+  } catch (error) {
+    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  }
+  // A start that fails because the supervisor stopped (crash loop, signal) exits through `finished`.
+  supervisor?.start().catch((error: unknown) => {
+    if (!supervisor?.stopping) supervisor?.logger.error("supervisor failed to start: %s", (error as Error).message);
+  });
+}

@@ -1,0 +1,118 @@
+import { availableParallelism } from "node:os";
+import { newLogger, type Logger } from "../src/logger.js";
+
+/** Restart delays of one worker slot: `initial` ms, doubling up to `max`, back to `initial` after `resetAfter` ms of uptime. */
+export interface BackoffOptions {
+  /** First restart delay in ms. Default 100. */
+  initial?: number;
+  /** Largest delay in ms. Default 10000. */
+  max?: number;
+  /** A worker that stayed up this long (ms since ready) resets its slot's delay. Default 30000. */
+  resetAfter?: number;
+}
+
+/** The crash-loop breaker: `maxCrashes` crashes (all slots together) within `window` ms stop the supervisor with exit 1. */
+export interface CrashLoopOptions {
+  /** Default 10. */
+  maxCrashes?: number;
+  /** Default 60000. */
+  window?: number;
+}
+
+/** Settings of a Supervisor. Times are in milliseconds. */
+export interface SupervisorOptions {
+  /** The module each worker runs: it builds an App and calls `listen()`. A path (relative to the cwd) or a file URL. */
+  entry: string;
+  /** Number of workers. Default: `WORKERS`, else `WEB_CONCURRENCY`, else `os.availableParallelism()`. */
+  workers?: number;
+  /** Sets `PORT` for the workers (the App's default port). Default: the inherited `PORT`, else the App's 3000. */
+  port?: number;
+  /** Arguments passed to the entry (`process.argv.slice(2)` in the worker). Default none. */
+  args?: string[];
+  /** Node options of the workers. Default: the primary's `process.execArgv` (so `--import tsx` carries over). */
+  execArgv?: string[];
+  /** Extra environment variables for the workers (on top of the primary's). */
+  env?: Record<string, string>;
+  /** Default: `newLogger(NODE_ENV === "production")`. */
+  logger?: Logger;
+  /** A worker not ready this long after its fork is killed (a crash), or ends a reload. Default 30000. */
+  readyTimeout?: number;
+  /** Budget assumed for a worker that has not reported its App's own `shutdownTimeout`. Default 10000. */
+  shutdownTimeout?: number;
+  /** SIGKILL a draining worker still alive this long after its budget. Default 1000. */
+  killMargin?: number;
+  /** Heartbeat period of the workers. Default 1000. */
+  heartbeatInterval?: number;
+  /** A worker silent for this long (blocked event loop) is killed and replaced; 0 turns the watchdog off. Default 10000. */
+  watchdogTimeout?: number;
+  backoff?: BackoffOptions;
+  crashLoop?: CrashLoopOptions;
+  /** SIGINT/SIGTERM stop, SIGHUP reloads. Default true. */
+  handleSignals?: boolean;
+  /** Exit the process (0 or 1) once stopped. Default true. */
+  exitProcess?: boolean;
+}
+
+/** SupervisorOptions with every default applied. */
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop">> {
+  port: number | undefined;
+  backoff: Required<BackoffOptions>;
+  crashLoop: Required<CrashLoopOptions>;
+}
+
+function positiveInteger(value: number, what: string): number {
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${what} must be a positive integer, got ${String(value)}`);
+  return value;
+}
+
+function nonNegative(value: number, what: string): number {
+  if (!Number.isFinite(value) || value < 0) throw new Error(`${what} must be a number of milliseconds >= 0, got ${String(value)}`);
+  return value;
+}
+
+/** Reads a worker count from the environment (`WORKERS`, then `WEB_CONCURRENCY`); undefined when neither is set. */
+export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  for (const name of ["WORKERS", "WEB_CONCURRENCY"] as const) {
+    const raw = env[name];
+    if (raw !== undefined && raw.trim() !== "") return positiveInteger(Number(raw), name);
+  }
+  return undefined;
+}
+
+/** Applies the defaults and validates; throws a one-line reason on a bad value. */
+export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOptions {
+  const { backoff = {}, crashLoop = {} } = options;
+  if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)) {
+    throw new Error(`port must be an integer from 0 to 65535, got ${String(options.port)}`);
+  }
+  const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval");
+  const watchdogTimeout = nonNegative(options.watchdogTimeout ?? 10_000, "watchdogTimeout");
+  if (watchdogTimeout !== 0 && watchdogTimeout <= heartbeatInterval) {
+    throw new Error(`watchdogTimeout (${watchdogTimeout}ms) must exceed heartbeatInterval (${heartbeatInterval}ms), or be 0 (off)`);
+  }
+  return {
+    entry: options.entry,
+    workers: positiveInteger(options.workers ?? readWorkersEnv() ?? availableParallelism(), "workers"),
+    port: options.port,
+    args: options.args ?? [],
+    execArgv: options.execArgv ?? process.execArgv,
+    env: options.env ?? {},
+    logger: options.logger ?? newLogger(process.env.NODE_ENV === "production"),
+    readyTimeout: nonNegative(options.readyTimeout ?? 30_000, "readyTimeout"),
+    shutdownTimeout: nonNegative(options.shutdownTimeout ?? 10_000, "shutdownTimeout"),
+    killMargin: nonNegative(options.killMargin ?? 1000, "killMargin"),
+    heartbeatInterval,
+    watchdogTimeout,
+    backoff: {
+      initial: nonNegative(backoff.initial ?? 100, "backoff.initial"),
+      max: nonNegative(backoff.max ?? 10_000, "backoff.max"),
+      resetAfter: nonNegative(backoff.resetAfter ?? 30_000, "backoff.resetAfter"),
+    },
+    crashLoop: {
+      maxCrashes: positiveInteger(crashLoop.maxCrashes ?? 10, "crashLoop.maxCrashes"),
+      window: nonNegative(crashLoop.window ?? 60_000, "crashLoop.window"),
+    },
+    handleSignals: options.handleSignals ?? true,
+    exitProcess: options.exitProcess ?? true,
+  };
+}

@@ -1,0 +1,212 @@
+import cluster from "node:cluster";
+import { resolve as resolvePath } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { RequestType, Requests } from "../src/internal/ipc.js";
+import { flushAllLoggers, type Logger } from "../src/logger.js";
+import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
+import { rollingReload, type ReloadReport } from "./reload.js";
+import { Watchdog } from "./watchdog.js";
+import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
+import { WorkerPool } from "./worker-pool.js";
+
+/** How the supervisor stopped; `exitCode` is what the process exits with. */
+export interface StopReport {
+  /** A signal name, `stop()`, or the crash-loop message. */
+  reason: string;
+  /** 0 when every worker exited cleanly (and no crash loop), else 1. */
+  exitCode: 0 | 1;
+  durationMs: number;
+  workers: Array<{ id: number; pid: number; exit: WorkerExit; clean: boolean }>;
+}
+
+// node:cluster has one primary per process, so one running supervisor.
+let running = false;
+
+/**
+ * The node:cluster primary: forks N workers that each run `entry` (an App calling `listen()`)
+ * behind one port, relays SIGINT/SIGTERM as one SIGTERM per worker, replaces crashed workers
+ * with backoff under a crash-loop breaker, reloads them one by one on SIGHUP, and kills workers
+ * whose event loop is blocked.
+ *
+ * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
+ * IPC `channel`; `handle(type, fn)` serves a request type that workers send with
+ * `getPrimaryChannel().request(type, …)`; `onWorker(fn)` sees every worker as it is forked.
+ */
+export class Supervisor {
+  readonly options: ResolvedSupervisorOptions;
+  readonly logger: Logger;
+  /** Settles once the supervisor has stopped, whatever stopped it. */
+  readonly finished: Promise<StopReport>;
+  readonly #pool: WorkerPool;
+  readonly #watchdog: Watchdog;
+  #finish!: (report: StopReport) => void;
+  #started: Promise<void> | undefined;
+  #onStarted: { resolve: () => void; reject: (error: Error) => void } | undefined;
+  #startedAt = 0;
+  #stopping: Promise<StopReport> | undefined;
+  #crashLoop: string | undefined;
+  #reloading: Promise<ReloadReport> | undefined;
+  #reloadAgain = false;
+  readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
+  readonly #onReloadSignal = () => void this.reload();
+
+  constructor(options: SupervisorOptions) {
+    this.options = resolveOptions(options);
+    this.logger = this.options.logger;
+    this.finished = new Promise((resolve) => (this.#finish = resolve));
+    this.#pool = new WorkerPool(this.options, {
+      ready: () => this.#checkAllReady(),
+      crashLoop: (why) => {
+        this.#crashLoop = why;
+        void this.stop(why);
+      },
+    });
+    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
+  }
+
+  /** True from the first stop request (signal, crash loop or `stop()`). */
+  get stopping(): boolean {
+    return this.#stopping !== undefined;
+  }
+
+  /** Live workers (starting, ready or draining); during a reload a slot id can appear twice. */
+  get workers(): readonly SupervisedWorker[] {
+    return Array.from(this.#pool.live);
+  }
+
+  /** Serves a request type sent by any worker (present and future) over IPC. */
+  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): this {
+    this.#pool.handle(type, handler);
+    return this;
+  }
+
+  /** Calls `listener` for every live worker now and every worker forked later; returns the undo. */
+  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+    return this.#pool.onWorker(listener);
+  }
+
+  /** Forks the workers; resolves when all are ready, rejects if the supervisor stops first (e.g. a crash loop). */
+  start(): Promise<void> {
+    return (this.#started ??= this.#start());
+  }
+
+  async #start(): Promise<void> {
+    if (!cluster.isPrimary) throw new Error("the supervisor runs in the primary process, not in a cluster worker");
+    if (running) throw new Error("a supervisor is already running in this process (node:cluster has one primary)");
+    running = true;
+    const { entry, args, execArgv, workers, handleSignals, exitProcess } = this.options;
+    cluster.setupPrimary({ exec: entryPath(entry), args, execArgv });
+    if (handleSignals) {
+      process.on("SIGINT", this.#onStopSignal);
+      process.on("SIGTERM", this.#onStopSignal);
+      process.on("SIGHUP", this.#onReloadSignal);
+    }
+    if (exitProcess) {
+      void this.finished.then((report) => {
+        flushAllLoggers();
+        process.exit(report.exitCode);
+      });
+    }
+    this.#startedAt = performance.now();
+    this.logger.info("supervisor (pid %d) starting %d worker(s): %s", process.pid, workers, entry);
+    const started = new Promise<void>((resolve, reject) => (this.#onStarted = { resolve, reject }));
+    for (const slot of this.#pool.slots) this.#pool.start(slot);
+    this.#watchdog.start();
+    return started;
+  }
+
+  /**
+   * Replaces every worker one at a time (fork, wait until ready, drain the old one). A reload
+   * asked for while one runs is queued once, so the last deployed code always ends up running.
+   */
+  reload(): Promise<ReloadReport> {
+    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, durationMs: 0, error: "the supervisor is stopping" });
+    if (this.#reloading) {
+      this.logger.info("reload requested while one runs: another follows it");
+      this.#reloadAgain = true;
+      return this.#reloading;
+    }
+    const run = async (): Promise<ReloadReport> => {
+      let report: ReloadReport;
+      do {
+        this.#reloadAgain = false;
+        report = await rollingReload({
+          pool: this.#pool, logger: this.logger, readyTimeout: this.options.readyTimeout,
+          stopping: () => this.#stopping !== undefined,
+          retire: (handle, reason) => this.#retire(handle, reason),
+        });
+      } while (this.#reloadAgain && report.ok && !this.#stopping);
+      this.#reloading = undefined;
+      return report;
+    };
+    return (this.#reloading = run());
+  }
+
+  /**
+   * Stops respawning, sends SIGTERM once to every worker, waits for all of them (SIGKILL at each
+   * one's budget plus the margin) and resolves with the exit code. Idempotent.
+   */
+  stop(reason = "stop()"): Promise<StopReport> {
+    if (this.#stopping) {
+      this.logger.info("received %s while stopping: already draining, nothing to do", reason);
+      return this.#stopping;
+    }
+    return (this.#stopping = this.#stop(reason));
+  }
+
+  async #stop(reason: string): Promise<StopReport> {
+    const started = performance.now();
+    this.#pool.close();
+    this.#watchdog.stop();
+    const handles = Array.from(this.#pool.live);
+    this.logger.info("stopping (%s): draining %d worker(s)", reason, handles.length);
+    await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
+    const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
+    const dirty = workers.filter((w) => !w.clean);
+    const exitCode = this.#crashLoop === undefined && dirty.length === 0 ? 0 : 1;
+    const durationMs = Math.round(performance.now() - started);
+    if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
+    else if (dirty.length > 0) {
+      const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
+      this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
+    } else this.logger.logError("stopped in %dms with exit 1: %s", durationMs, this.#crashLoop);
+    this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${reason}`));
+    this.#release();
+    const report: StopReport = { reason, exitCode, durationMs, workers };
+    this.#finish(report);
+    return report;
+  }
+
+  #retire(handle: WorkerHandle, reason: string): Promise<WorkerExit> {
+    return handle.terminate(reason, this.options.shutdownTimeout, this.options.killMargin);
+  }
+
+  #checkAllReady(): void {
+    if (this.#onStarted === undefined || !this.#pool.slots.every((slot) => slot.current?.state === "ready")) return;
+    const first = this.#pool.slots[0]?.current?.info;
+    const docs = first?.docsUrl === undefined ? "" : `, docs ${first.docsUrl}`;
+    this.logger.info("%d worker(s) ready in %dms: %s%s", this.#pool.slots.length,
+      Math.round(performance.now() - this.#startedAt), first?.url ?? "", docs);
+    this.#onStarted.resolve();
+    this.#onStarted = undefined;
+  }
+
+  #release(): void {
+    process.off("SIGINT", this.#onStopSignal);
+    process.off("SIGTERM", this.#onStopSignal);
+    process.off("SIGHUP", this.#onReloadSignal);
+    running = false;
+  }
+}
+
+/** A file URL or a path relative to the working directory, as an absolute path. */
+function entryPath(entry: string): string {
+  return entry.startsWith("file:") ? fileURLToPath(entry) : resolvePath(entry);
+}
+
+/** Creates a Supervisor and starts it; resolves once every worker is ready. */
+export async function startSupervisor(options: SupervisorOptions): Promise<Supervisor> {
+  const supervisor = new Supervisor(options);
+  await supervisor.start();
+  return supervisor;
+}

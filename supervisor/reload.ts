@@ -1,0 +1,84 @@
+import type { Logger } from "../src/logger.js";
+import type { WorkerHandle, WorkerExit } from "./worker-handle.js";
+import type { Slot, WorkerPool } from "./worker-pool.js";
+
+/** The outcome of a rolling reload. */
+export interface ReloadReport {
+  /** True when every slot that had a ready worker got a new one. */
+  ok: boolean;
+  /** Workers replaced. */
+  replaced: number;
+  durationMs: number;
+  /** Why the reload stopped early, when `ok` is false. */
+  error: string | undefined;
+}
+
+/** What a reload needs from the supervisor. */
+export interface ReloadHost {
+  readonly pool: WorkerPool;
+  readonly logger: Logger;
+  readonly readyTimeout: number;
+  /** True once the supervisor is stopping: the reload ends at the next step. */
+  stopping(): boolean;
+  /** Drains a worker (SIGTERM, then SIGKILL after its budget) and waits for its exit. */
+  retire(handle: WorkerHandle, reason: string): Promise<WorkerExit>;
+}
+
+/**
+ * Replaces the workers one slot at a time: fork the replacement, wait until it is ready, make it
+ * the slot's worker, then drain the old one and wait for it to exit. The port is served
+ * throughout: the old worker keeps serving until the new one listens. A replacement not ready
+ * within `readyTimeout` (or that dies first) is killed, the old worker stays, and the reload stops.
+ */
+export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
+  const { pool, logger } = host;
+  const started = performance.now();
+  const report: ReloadReport = { ok: true, replaced: 0, durationMs: 0, error: undefined };
+  logger.info("reload: replacing %d worker(s) one at a time", pool.slots.length);
+  for (const slot of pool.slots) {
+    if (host.stopping()) {
+      report.ok = false;
+      report.error = "the supervisor is stopping";
+      break;
+    }
+    const outcome = await replaceSlot(host, slot);
+    if (typeof outcome === "object") {
+      report.ok = false;
+      report.error = outcome.error;
+      break;
+    }
+    if (outcome === "replaced") report.replaced++;
+  }
+  report.durationMs = Math.round(performance.now() - started);
+  if (report.ok) logger.info("reload complete: %d worker(s) replaced in %dms", report.replaced, report.durationMs);
+  else logger.logError("reload stopped after %d worker(s) replaced in %dms: %s", report.replaced, report.durationMs, report.error);
+  return report;
+}
+
+async function replaceSlot(host: ReloadHost, slot: Slot): Promise<"replaced" | "skipped" | { error: string }> {
+  const { pool, logger } = host;
+  const old = slot.current;
+  if (old === undefined || old.state !== "ready") {
+    // Starting or restarting already: it comes up with the new code anyway.
+    logger.info("reload: worker %d is not serving (being restarted): skipped", slot.id);
+    return "skipped";
+  }
+  const replacement = pool.fork(slot.id);
+  try {
+    await replacement.waitReady(host.readyTimeout);
+  } catch (error) {
+    if (replacement.exit === undefined) replacement.kill("reload: replacement not ready");
+    await replacement.exited;
+    if (host.stopping()) return { error: "the supervisor is stopping" };
+    return { error: `replacement ${replacement.name} for ${old.name}: ${(error as Error).message}; keeping the old worker` };
+  }
+  if (host.stopping()) return { error: "the supervisor is stopping" };
+  if (slot.current !== old && slot.current !== undefined) {
+    // The old worker died meanwhile and its slot was restarted already, with the new code.
+    await host.retire(replacement, `reload: slot ${slot.id} was restarted meanwhile`);
+    return "replaced";
+  }
+  pool.promote(slot, replacement);
+  await host.retire(old, `reload: replaced by ${replacement.name}`);
+  return "replaced";
+}

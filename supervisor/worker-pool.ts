@@ -1,0 +1,132 @@
+import cluster from "node:cluster";
+import type { RequestType, Requests } from "../src/internal/ipc.js";
+import { Backoff, CrashBreaker } from "./backoff.js";
+import type { ResolvedSupervisorOptions } from "./options.js";
+import { describeExit, WorkerHandle, type SupervisedWorker } from "./worker-handle.js";
+
+/** One worker slot: a stable id, the worker serving it now, its restart backoff. */
+export interface Slot {
+  readonly id: number;
+  current: WorkerHandle | undefined;
+  readonly backoff: Backoff;
+  restartTimer: NodeJS.Timeout | undefined;
+}
+
+type RequestHandler = (payload: unknown) => unknown;
+
+/** What the pool tells its owner. */
+export interface PoolEvents {
+  /** A slot's worker became ready. */
+  ready(handle: WorkerHandle): void;
+  /** The crash-loop breaker tripped; `why` is the one-line reason. */
+  crashLoop(why: string): void;
+}
+
+/**
+ * The N worker slots: forks workers into them, keeps every live process (a slot may briefly have
+ * two during a reload), and replaces a slot's worker that dies unexpectedly, after its backoff,
+ * unless the crash-loop breaker trips.
+ */
+export class WorkerPool {
+  readonly slots: readonly Slot[];
+  readonly live = new Set<WorkerHandle>();
+  readonly #options: ResolvedSupervisorOptions;
+  readonly #events: PoolEvents;
+  readonly #breaker: CrashBreaker;
+  readonly #handlers = new Map<string, RequestHandler>();
+  readonly #listeners = new Set<(worker: SupervisedWorker) => void>();
+  /** Set once stopping: nothing is forked or restarted any more. */
+  closed = false;
+
+  constructor(options: ResolvedSupervisorOptions, events: PoolEvents) {
+    this.#options = options;
+    this.#events = events;
+    this.#breaker = new CrashBreaker(options.crashLoop);
+    this.slots = Array.from({ length: options.workers }, (_, index) => ({
+      id: index + 1, current: undefined, backoff: new Backoff(options.backoff), restartTimer: undefined,
+    }));
+  }
+
+  /** Serves a request type from every worker, present and future. */
+  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): void {
+    this.#handlers.set(type, handler as RequestHandler);
+    for (const handle of this.live) handle.channel.handle(type, handler);
+  }
+
+  /** Calls `listener` for every live worker now and for each one forked later; returns the undo. */
+  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+    this.#listeners.add(listener);
+    for (const handle of this.live) listener(handle);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Forks a worker for slot `id` without making it the slot's worker (reload promotes it once ready). */
+  fork(id: number): WorkerHandle {
+    const { env, port, heartbeatInterval, logger } = this.#options;
+    const handle = new WorkerHandle(id, cluster.fork({
+      ...env,
+      ...(port === undefined ? {} : { PORT: String(port) }),
+      KEELSON_WORKER_ID: String(id),
+      KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
+    }), logger);
+    this.live.add(handle);
+    for (const [type, handler] of this.#handlers) handle.channel.handle(type as RequestType, handler as never);
+    for (const listener of this.#listeners) listener(handle);
+    void handle.exited.then(() => this.#onExit(handle));
+    return handle;
+  }
+
+  /** Starts (or restarts) a slot's worker; one not ready within `readyTimeout` is killed, which counts as a crash. */
+  start(slot: Slot): void {
+    if (this.closed) return;
+    const handle = this.fork(slot.id);
+    slot.current = handle;
+    handle.waitReady(this.#options.readyTimeout).then(
+      () => this.#events.ready(handle),
+      (error: Error) => {
+        if (handle.exit === undefined) handle.kill(error.message);
+      },
+    );
+  }
+
+  /** Makes `handle` the slot's worker (a reload's replacement, once ready). */
+  promote(slot: Slot, handle: WorkerHandle): void {
+    clearTimeout(slot.restartTimer);
+    slot.restartTimer = undefined;
+    slot.current = handle;
+  }
+
+  /** Stops forking and cancels pending restarts. */
+  close(): void {
+    this.closed = true;
+    for (const slot of this.slots) clearTimeout(slot.restartTimer);
+  }
+
+  #onExit(handle: WorkerHandle): void {
+    this.live.delete(handle);
+    const slot = this.slots[handle.id - 1];
+    // Not the slot's worker: an old one a reload retired, or a replacement that failed (the reload logs it).
+    if (slot === undefined || slot.current !== handle) return;
+    slot.current = undefined;
+    const { logger, crashLoop } = this.#options;
+    const how = `${describeExit(handle.exit ?? { code: null, signal: null })}${handle.killedBy ? `, killed: ${handle.killedBy}` : ""}`;
+    if (this.closed) {
+      logger.info("%s exited (%s)", handle.name, how);
+      return;
+    }
+    const when = handle.readyAt === undefined ? "before it was ready" : `after ${Math.round(handle.uptime)}ms up`;
+    if (this.#breaker.record(performance.now())) {
+      const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}); last: ${handle.name} exited (${how}) ${when}`;
+      logger.logError("%s", why);
+      this.#events.crashLoop(why);
+      return;
+    }
+    const delay = slot.backoff.delay(handle.uptime);
+    logger.warn("%s died unexpectedly (%s) %s: restarting in %dms (crash %d within %dms; giving up at %d)",
+      handle.name, how, when, delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
+    slot.restartTimer = setTimeout(() => {
+      slot.restartTimer = undefined;
+      if (slot.current === undefined) this.start(slot);
+    }, delay);
+  }
+}
