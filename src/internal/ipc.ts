@@ -33,7 +33,7 @@ export interface Requests {
   /** Primary → worker: this worker's metrics snapshot. */
   "metrics:snapshot": [Record<string, never>, { snapshot: MetricsSnapshot }];
   /** Worker → primary, after its drain: its last snapshot, kept by the primary once it has exited. */
-  "metrics:final": [{ snapshot: MetricsSnapshot }, Record<string, never>];
+  "metrics:final": [{ pid: number; snapshot: MetricsSnapshot }, Record<string, never>];
 }
 
 export type RequestType = keyof Requests;
