@@ -32,5 +32,13 @@ run: build
 bench: build
 	node --import tsx load-tests/bench.ts
 
+# The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.
+# Needs a Docker engine; without one it says so and fails, so CI never mistakes "skipped" for "built".
+IMAGE ?= keelson-example
+docker:
+	@command -v docker >/dev/null 2>&1 || { echo "make docker: the docker CLI is not installed: the image was NOT built." >&2; exit 1; }
+	@docker info >/dev/null 2>&1 || { echo "make docker: no Docker engine is reachable (docker info failed): the image was NOT built. Start Docker (or set DOCKER_HOST) and retry." >&2; exit 1; }
+	docker build -f docker/Dockerfile -t $(IMAGE) -t $(IMAGE):$$(node -p 'require("./package.json").version') .
+
 clean:
 	rm -rf dist node_modules
