@@ -48,32 +48,47 @@ describe("SIGTERM while requests are in flight", () => {
     expect(service.lines().at(-1)).toMatch(/\[INFO\] .*terminated cleanly in \d+ms \(SIGTERM\)$/);
   });
 
-  it("closes an idle keep-alive socket at once and refuses the next connection", async () => {
-    const service = await startService({ LC_HOOKS: "hold:wait=1500" });
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-    await httpGet(service.port, "/fast", agent);
-    const socket = freeSockets(agent)[0]!;
-    let socketError: unknown;
-    socket.on("error", (error) => (socketError = error));
-    const closed = new Promise<{ hadError: boolean; at: number }>((resolve) =>
-      socket.once("close", (hadError) => resolve({ hadError, at: performance.now() })));
-
-    const signalledAt = performance.now();
-    service.child.kill("SIGTERM");
-    const close = await closed;
-    expect(close.hadError).toBe(false);
-    expect(socketError).toBeUndefined();
-    expect(close.at - signalledAt).toBeLessThan(1000);
-
-    // The hook holds the process open: a refusal now comes from the closed listener, not a dead process.
-    expect(service.alive()).toBe(true);
-    await expect(httpGet(service.port, "/fast", agent)).rejects.toMatchObject({ code: "ECONNREFUSED" });
-    expect(service.alive()).toBe(true);
-    agent.destroy();
-    expect((await service.exited).code).toBe(0);
-    expect(service.output()).toMatch(/fixture hook hold: finished/);
+  it("closes an idle keep-alive socket at once and refuses the next connection instead of resetting it", async () => {
+    // Three services at once: the reset this guards against is a scheduling race, so give it several chances.
+    const outcomes = await Promise.all([1, 2, 3].map(() => idleSocketAtSigterm()));
+    for (const outcome of outcomes) {
+      expect(outcome.hadError).toBe(false);
+      expect(outcome.socketErrors).toEqual([]);
+      expect(outcome.closedAfterMs).toBeLessThan(1000);
+      expect(outcome.retry).toBe("ECONNREFUSED");
+      expect(outcome.aliveAtRetry).toBe(true);
+      expect(outcome.exitCode).toBe(0);
+    }
   });
 });
+
+/**
+ * One kept-alive idle socket at SIGTERM. The client reconnects through its agent the moment the
+ * socket closes: that connection must be refused, not accepted into the backlog of a listener
+ * about to close and then reset. A hook holds the process open, so the refusal comes from the
+ * closed listener, not from a dead process.
+ */
+async function idleSocketAtSigterm() {
+  const service = await startService({ LC_HOOKS: "hold:wait=1000" });
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  await httpGet(service.port, "/fast", agent);
+  const [socket] = freeSockets(agent);
+  const socketErrors: unknown[] = [];
+  socket!.on("error", (error) => socketErrors.push(error));
+  const closed = new Promise<{ hadError: boolean; at: number; retry: Promise<string> }>((resolve) => socket!.once("close", (hadError) => resolve({
+    hadError,
+    at: performance.now(),
+    retry: httpGet(service.port, "/fast", agent).then(() => "answered", (error: NodeJS.ErrnoException) => error.code ?? error.message),
+  })));
+  const signalledAt = performance.now();
+  service.child.kill("SIGTERM");
+  const close = await closed;
+  const retry = await close.retry;
+  const aliveAtRetry = service.alive();
+  agent.destroy();
+  const exit = await service.exited;
+  return { hadError: close.hadError, closedAfterMs: close.at - signalledAt, socketErrors, retry, aliveAtRetry, exitCode: exit.code };
+}
 
 describe("the shutdown deadline", () => {
   it("exits 1 within budget + 250 ms when a hook never settles, naming it and the hooks skipped", async () => {
