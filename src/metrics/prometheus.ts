@@ -1,0 +1,109 @@
+import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import type { Module, Router } from "../group.js";
+import type { MetricsCollector } from "../integrations.js";
+import type { MetricsSnapshot } from "../internal/ipc.js";
+import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
+import { get } from "../route.js";
+import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
+
+/** The Prometheus text format's content type (version 0.0.4). */
+export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+/** Settings of `definePrometheus`; every field is optional. */
+export interface PrometheusOptions {
+  /** Path of the scrape endpoint (relative to the group it is installed on). Default `/metrics`. */
+  path?: string;
+  /** Prepended to every metric name this module creates (`myapp_`). Default none. */
+  prefix?: string;
+  /** prom-client's default process and Node.js metrics. Default true. */
+  defaultMetrics?: boolean;
+  /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
+  buckets?: readonly number[];
+  /** Where metrics are registered; pass prom-client's global `register` to share it. Default: a new Registry. */
+  registry?: Registry;
+  /**
+   * Under the keelson supervisor: how long the primary waits for each worker's snapshot, and
+   * this worker for the primary's answer (plus one second). Default 2000.
+   */
+  clusterTimeoutMs?: number;
+  /** Aggregate across the supervisor's workers. Default true; false serves this process's registry only. */
+  cluster?: boolean;
+}
+
+/** The module `definePrometheus` returns: install it with `app.use()`. */
+export interface PrometheusModule extends Module {
+  /** The registry served at `path`: register your own prom-client metrics on it. */
+  readonly registry: Registry;
+  /** The request histogram, set as the App's metrics collector on `use()`. */
+  readonly collector: MetricsCollector;
+  /** The exposition a scrape would get (cluster-wide under the supervisor). */
+  readExposition(): Promise<string>;
+}
+
+const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
+const PRIMARY_REPLY_MARGIN_MS = 1000;
+
+/**
+ * Prometheus metrics as a keelson Module: `http_request_duration_seconds` for every request,
+ * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
+ * Under the keelson supervisor a scrape returns the totals of all workers.
+ */
+export function definePrometheus(options: PrometheusOptions = {}): PrometheusModule {
+  const prefix = options.prefix ?? "";
+  const path = options.path ?? "/metrics";
+  const registry = options.registry ?? new Registry();
+  const timeoutMs = options.clusterTimeoutMs ?? 2000;
+  if (!(timeoutMs > 0)) throw new Error(`clusterTimeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
+  const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, options.buckets ?? HTTP_SERVER_DURATION_BUCKETS);
+  // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
+  registry.registerMetric(histogram as unknown as Metric);
+  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
+  const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
+  const worker = process.env.KEELSON_WORKER_ID ?? "";
+
+  const readExposition = async (): Promise<string> => {
+    if (primary === undefined) return registry.metrics();
+    try {
+      const { text } = await primary.request("metrics:cluster", { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
+      return text;
+    } catch (error) {
+      const reason = (error as Error).message.replace(/\s+/g, " ");
+      return `# keelson: cluster aggregation failed (${reason}); worker ${worker} serves its own metrics only\n${await registry.metrics()}`;
+    }
+  };
+
+  return {
+    name: "prometheus",
+    registry,
+    collector: histogram,
+    readExposition,
+    register(router: Router) {
+      router.app.setMetricsCollector(histogram);
+      router.route(
+        get(path, async () => new Response(await readExposition(), {
+          headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
+        }))
+          .hide()
+          .describe("Prometheus metrics", "The Prometheus text exposition format; cluster-wide under the supervisor."),
+      );
+      if (primary !== undefined) linkToPrimary(router, primary, registry);
+    },
+  };
+}
+
+/** Answers the primary's snapshot requests, and hands it the final counts once the App has drained. */
+function linkToPrimary(router: Router, primary: PrimaryChannel, registry: Registry): void {
+  primary.handle("metrics:snapshot", async () => ({ snapshot: await readSnapshot(registry) }));
+  router.app.onShutdown(async function sendFinalMetrics() {
+    // Hooks run after the drain: every request this worker served is counted. Best effort:
+    // if the primary does not answer in time, it keeps the snapshot of the last scrape.
+    const snapshot = await readSnapshot(registry);
+    await primary.request("metrics:final", { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
+  }, "metrics: final snapshot to the supervisor");
+}
+
+/** prom-client's JSON form of the registry: plain data, sent as is over IPC. */
+async function readSnapshot(registry: Registry): Promise<MetricsSnapshot> {
+  return (await registry.getMetricsAsJSON()) as unknown as MetricsSnapshot;
+}
