@@ -1,0 +1,140 @@
+import { createRequire } from "node:module";
+import {
+  ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace,
+  type Context, type Tracer as ApiTracer, type TextMapGetter, type TextMapPropagator, type TracerProvider,
+} from "@opentelemetry/api";
+import type { H3Event } from "h3";
+import { isKError } from "../errors.js";
+import type { RequestSpanEnd, Span, SpanAttributeValue, Tracer } from "../integrations.js";
+import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
+import {
+  ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_HTTP_RESPONSE_STATUS_CODE,
+  ATTR_HTTP_ROUTE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL,
+  OTHER_METHOD_SPAN_NAME,
+} from "./semconv.js";
+import { OtelSpan, RequestSpan, toException } from "./span.js";
+import { readTraceparent } from "./traceparent.js";
+
+/** Settings of `otelTracer`; with none, spans go to the global TracerProvider. */
+export interface OtelTracerOptions {
+  /** The OpenTelemetry tracer to use. Default: `tracerProvider.getTracer("keelson", version)`. */
+  tracer?: ApiTracer;
+  /** Default: the global provider (`trace.getTracerProvider()`), also when registered later. */
+  tracerProvider?: TracerProvider;
+  /**
+   * Reads the parent from request headers. Default: keelson's W3C Trace Context parser
+   * (`traceparent` + `tracestate`); pass `propagation` from `@opentelemetry/api` to use the
+   * globally registered propagator (B3, Jaeger, …) instead.
+   */
+  propagator?: Pick<TextMapPropagator, "extract">;
+}
+
+const SERVER_SPAN = Object.freeze({ kind: SpanKind.SERVER });
+const DEFAULT_PORTS: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 };
+
+const HEADERS_GETTER: TextMapGetter<Headers> = {
+  get: (headers, key) => headers.get(key) ?? undefined,
+  keys: (headers) => [...headers.keys()],
+};
+
+/** keelson's own version, reported as the instrumentation scope version. */
+function readVersion(): string | undefined {
+  try {
+    return (createRequire(import.meta.url)("keelson/package.json") as { version?: string }).version;
+  } catch {
+    return undefined;
+  }
+}
+
+function isApiTracer(value: unknown): value is ApiTracer {
+  return typeof (value as ApiTracer | undefined)?.startSpan === "function";
+}
+
+/**
+ * The spec's Tracer on the OpenTelemetry API: one SERVER span per request named
+ * `{method} {route}` with the stable HTTP semantic-convention attributes, W3C traceparent
+ * continued, and child spans through `ctx.startSpan()` / `app.tracer.startSpan()`.
+ * Accepts options or an OpenTelemetry Tracer.
+ */
+export function otelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
+  const settings: OtelTracerOptions = isApiTracer(options) ? { tracer: options } : options;
+  const tracer = settings.tracer ?? (settings.tracerProvider ?? trace.getTracerProvider()).getTracer("keelson", readVersion());
+  return new OpenTelemetryTracer(tracer, settings.propagator);
+}
+
+class OpenTelemetryTracer implements Tracer {
+  readonly #tracer: ApiTracer;
+  readonly #propagator: Pick<TextMapPropagator, "extract"> | undefined;
+
+  constructor(tracer: ApiTracer, propagator: Pick<TextMapPropagator, "extract"> | undefined) {
+    this.#tracer = tracer;
+    this.#propagator = propagator;
+  }
+
+  startRequestSpan(event: H3Event): Span {
+    const method = event.req.method;
+    const known = normalizeMethod(method) !== OTHER_METHOD;
+    const methodName = known ? method : OTHER_METHOD_SPAN_NAME;
+    const span = new RequestSpan(this.#tracer.startSpan(methodName, SERVER_SPAN, this.#parent(event.req.headers)), methodName);
+    // Nothing records it (no SDK, or sampled out): skip the attribute work entirely.
+    if (!span.recording) return span;
+    const url = event.url;
+    const otel = span.otel;
+    otel.setAttribute(ATTR_HTTP_REQUEST_METHOD, known ? method : OTHER_METHOD);
+    if (!known) otel.setAttribute(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, method);
+    otel.setAttribute(ATTR_URL_PATH, url.pathname);
+    otel.setAttribute(ATTR_URL_SCHEME, url.protocol.slice(0, -1));
+    otel.setAttribute(ATTR_SERVER_ADDRESS, url.hostname);
+    const port = url.port === "" ? DEFAULT_PORTS[url.protocol] : Number(url.port);
+    if (port !== undefined) otel.setAttribute(ATTR_SERVER_PORT, port);
+    const userAgent = event.req.headers.get("user-agent");
+    if (userAgent !== null) otel.setAttribute(ATTR_USER_AGENT_ORIGINAL, userAgent);
+    return span;
+  }
+
+  endRequestSpan(span: Span, end: RequestSpanEnd): void {
+    if (!(span instanceof RequestSpan) || !span.recording) {
+      span.end();
+      return;
+    }
+    const { route, status, error } = end;
+    const otel = span.otel;
+    if (route !== undefined) {
+      otel.updateName(`${span.methodName} ${route}`);
+      otel.setAttribute(ATTR_HTTP_ROUTE, route);
+    }
+    otel.setAttribute(ATTR_HTTP_RESPONSE_STATUS_CODE, status);
+    // Server spans: 5xx and thrown errors fail the span; 4xx is the client's problem (status unset).
+    if (error !== undefined) {
+      const exception = toException(error);
+      otel.recordException(exception);
+      otel.setAttribute(ATTR_ERROR_TYPE, readErrorType(error, status));
+      otel.setStatus({ code: SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : exception.message });
+    } else if (status >= 500) {
+      otel.setAttribute(ATTR_ERROR_TYPE, String(status));
+      otel.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    otel.end();
+  }
+
+  startSpan(name: string, options?: { parent?: Span; attributes?: Record<string, SpanAttributeValue> }): Span {
+    const parent = options?.parent;
+    const active = context.active();
+    const parentContext = parent instanceof OtelSpan ? trace.setSpan(active, parent.otel) : active;
+    return new OtelSpan(this.#tracer.startSpan(name, options?.attributes ? { attributes: options.attributes } : {}, parentContext));
+  }
+
+  /** The incoming trace context, or the root (a new trace) when absent or invalid. */
+  #parent(headers: Headers): Context {
+    if (this.#propagator !== undefined) return this.#propagator.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
+    const remote = readTraceparent(headers.get("traceparent"), headers.get("tracestate"));
+    return remote === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remote);
+  }
+}
+
+/** `error.type`: a KError's code, an exception's class name, else the status code. */
+function readErrorType(error: unknown, status: number): string {
+  if (isKError(error)) return error.code;
+  if (error instanceof Error) return error.name === "Error" ? error.constructor.name : error.name;
+  return String(status);
+}
