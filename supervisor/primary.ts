@@ -3,7 +3,6 @@ import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
-import { installClusterMetrics } from "./metrics.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { Watchdog } from "./watchdog.js";
@@ -59,11 +58,10 @@ export class Supervisor {
       ready: () => this.#checkAllReady(),
       crashLoop: (why) => {
         this.#crashLoop = why;
-        void this.stop(why);
+        void this.stop("crash loop");
       },
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
-    installClusterMetrics(this);
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
@@ -171,7 +169,7 @@ export class Supervisor {
     else if (dirty.length > 0) {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
-    } else this.logger.logError("stopped in %dms with exit 1: %s", durationMs, this.#crashLoop);
+    } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);
     this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${reason}`));
     this.#release();
     const report: StopReport = { reason, exitCode, durationMs, workers };

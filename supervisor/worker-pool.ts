@@ -116,7 +116,7 @@ export class WorkerPool {
     }
     const when = handle.readyAt === undefined ? "before it was ready" : `after ${Math.round(handle.uptime)}ms up`;
     if (this.#breaker.record(performance.now())) {
-      const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}); last: ${handle.name} exited (${how}) ${when}`;
+      const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}), the last: ${handle.name} exited (${how}) ${when}; giving up`;
       logger.logError("%s", why);
       this.#events.crashLoop(why);
       return;
