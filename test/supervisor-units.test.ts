@@ -1,0 +1,115 @@
+// The supervisor's pure parts in-process (options, command line, backoff, breaker), and the
+// CLI's usage paths as a process.
+import { spawnSync } from "node:child_process";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
+import { parseCli } from "../supervisor/cli-args.js";
+import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
+
+const ENTRY = "test/fixtures/supervisor-app.ts";
+const ROOT = join(import.meta.dirname, "..");
+
+describe("supervisor options", () => {
+  it("documents its defaults", () => {
+    const saved = { WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY };
+    delete process.env.WORKERS;
+    delete process.env.WEB_CONCURRENCY;
+    try {
+      const options = resolveOptions({ entry: ENTRY });
+      expect(options).toMatchObject({
+        workers: availableParallelism(), port: undefined, args: [], execArgv: process.execArgv, readyTimeout: 30_000,
+        shutdownTimeout: 10_000, killMargin: 1000, heartbeatInterval: 1000, watchdogTimeout: 10_000,
+        backoff: { initial: 100, max: 10_000, resetAfter: 30_000 }, crashLoop: { maxCrashes: 10, window: 60_000 },
+        handleSignals: true, exitProcess: true,
+      });
+    } finally {
+      for (const [name, value] of Object.entries(saved)) if (value !== undefined) process.env[name] = value;
+    }
+  });
+
+  it("reads WORKERS, then WEB_CONCURRENCY, and rejects a bad count", () => {
+    expect(readWorkersEnv({ WORKERS: "4", WEB_CONCURRENCY: "8" })).toBe(4);
+    expect(readWorkersEnv({ WEB_CONCURRENCY: "3" })).toBe(3);
+    expect(readWorkersEnv({ WORKERS: "" })).toBeUndefined();
+    expect(() => readWorkersEnv({ WORKERS: "two" })).toThrow("WORKERS must be a positive integer");
+    expect(() => readWorkersEnv({ WORKERS: "0" })).toThrow("WORKERS must be a positive integer");
+  });
+
+  it("rejects values that cannot work", () => {
+    expect(() => resolveOptions({ entry: ENTRY, workers: 1.5 })).toThrow("workers must be a positive integer");
+    expect(() => resolveOptions({ entry: ENTRY, port: 70_000 })).toThrow("port must be an integer from 0 to 65535");
+    expect(() => resolveOptions({ entry: ENTRY, watchdogTimeout: 500, heartbeatInterval: 1000 })).toThrow("must exceed heartbeatInterval");
+    expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
+  });
+});
+
+describe("supervisor command line", () => {
+  it("parses start with every flag and passes arguments after -- to the entry", () => {
+    const cli = parseCli(["start", ENTRY, "-w", "3", "--port", "8080", "--ready-timeout", "5000", "--watchdog-timeout", "0",
+      "--backoff-initial", "50", "--max-crashes", "7", "--crash-window", "1000", "--", "--verbose", "x"], {});
+    expect(cli).toMatchObject({
+      command: "start",
+      options: {
+        entry: ENTRY, workers: 3, port: 8080, readyTimeout: 5000, watchdogTimeout: 0, args: ["--verbose", "x"],
+        backoff: { initial: 50 }, crashLoop: { maxCrashes: 7, window: 1000 },
+      },
+    });
+  });
+
+  it("takes WORKERS and PORT from the environment when the flags are absent", () => {
+    expect(parseCli(["start", ENTRY], { WORKERS: "2", PORT: "4000" })).toMatchObject({ options: { workers: 2, port: 4000 } });
+    expect(parseCli(["start", ENTRY, "--workers", "5"], { WORKERS: "2" })).toMatchObject({ options: { workers: 5 } });
+  });
+
+  it("answers help and names what is wrong otherwise", () => {
+    expect(parseCli([])).toEqual({ command: "help" });
+    expect(parseCli(["--help"])).toEqual({ command: "help" });
+    const error = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
+      const cli = parseCli(argv, env);
+      return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
+    };
+    expect(error(["run", ENTRY])).toBe('unknown command "run" (expected: start)');
+    expect(error(["start"])).toMatch(/^missing <entry>/);
+    expect(error(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
+    expect(error(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
+    expect(error(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
+    expect(error(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
+    expect(error(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
+  });
+
+  it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {
+    const cli = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
+      cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
+    });
+    const help = cli("--help");
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
+    const bad = cli("start", "missing-entry.ts");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);
+    const zero = cli("start", ENTRY, "--workers", "0");
+    expect(zero.status).toBe(2);
+    expect(zero.stderr).toBe("keelson: workers must be a positive integer, got 0\n");
+  });
+});
+
+describe("backoff and crash breaker", () => {
+  it("doubles from initial up to max, and starts over after a stable period", () => {
+    const backoff = new Backoff({ initial: 100, max: 1000, resetAfter: 30_000 });
+    expect([0, 0, 0, 0, 0, 0].map((uptime) => backoff.delay(uptime))).toEqual([100, 200, 400, 800, 1000, 1000]);
+    expect(backoff.delay(29_999)).toBe(1000);
+    expect(backoff.delay(30_000)).toBe(100);
+    expect(backoff.delay(5)).toBe(200);
+  });
+
+  it("trips at maxCrashes within the window, forgetting older crashes", () => {
+    const breaker = new CrashBreaker({ maxCrashes: 3, window: 1000 });
+    expect(breaker.record(0)).toBe(false);
+    expect(breaker.record(500)).toBe(false);
+    expect(breaker.record(1200)).toBe(false);
+    expect(breaker.count).toBe(2);
+    expect(breaker.record(1400)).toBe(true);
+  });
+});
