@@ -4,6 +4,7 @@ import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
   DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
 } from "./config.js";
+import { registerDocs } from "./docs/index.js";
 import { createError } from "./errors.js";
 import { Group, joinPath, type Module, type Router } from "./group.js";
 import { checkHealth } from "./health.js";
@@ -105,6 +106,7 @@ export class App implements Router {
     const cors = this.#cors;
     if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
     if (!this.config.disableHealth) this.#registerHealth();
+    if (this.config.env !== "production") registerDocs(this);
   }
 
   get app(): App {

@@ -1,3 +1,4 @@
+import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { Logger } from "./logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
@@ -32,6 +33,12 @@ export interface DocsConfig {
   /** Each item is `"<url> - <description>"` (the description part is optional). */
   servers?: string[];
   tags?: DocsTag[];
+  /**
+   * `components.securitySchemes` of the document, by the names routes use in `security` /
+   * `.secured()`. Undeclared names used by routes: `bearer` and `basic` are HTTP schemes,
+   * any other name is documented as a bearer token.
+   */
+  securitySchemes?: Record<string, OpenAPISecurityScheme>;
 }
 
 /** Cross-origin policy. `false` turns CORS handling off entirely. */
@@ -70,9 +77,16 @@ export interface KConfig {
   bodyLimit?: number;
   /** Per-checker timeout of GET /health in ms. Default 500 (well under Kubernetes' 1 s probe timeout). */
   healthTimeout?: number;
-  /** One budget in ms for the whole shutdown: delay, drain and hooks. Default 10000. */
+  /**
+   * One budget in ms for the whole shutdown, from the first signal or `close()`: delay, drain and
+   * hooks. At the deadline the hooks' AbortSignal fires, open connections are destroyed, hooks not
+   * yet started are skipped, and the exit code is 1. Default 10000.
+   */
   shutdownTimeout?: number;
-  /** Time in ms between the signal and closing the listener, while /health answers 503. Default 0. */
+  /**
+   * Time in ms between the signal and closing the listener (part of the budget): requests are still
+   * served, with `Connection: close`, while /health answers 503. Default 0.
+   */
   shutdownDelay?: number;
 }
 

@@ -2,6 +2,7 @@ import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
 import { booksModule } from "./books.js";
+import { setupTelemetry } from "./telemetry.js";
 
 const MESSAGES: Record<string, Record<string, string>> = {
   en: { greeting: "Hello, %s!" },
@@ -27,6 +28,12 @@ export class HeartbeatScheduler implements Scheduler {
     clearInterval(this.#timer);
   }
 }
+
+const HelloQuery = z.object({ name: z.string().max(100).optional().describe("Who to greet (default: world)") });
+const Greeting = z.object({
+  message: z.string().describe("The greeting, in the negotiated language"),
+  lang: z.enum(["en", "fr", "de"]).describe("Language picked from Accept-Language"),
+}).meta({ id: "Greeting" });
 
 /** Stamps the API version on responses of the /api group. */
 const apiVersion: Middleware = function apiVersion(event) {
@@ -55,10 +62,11 @@ export function buildApp(config: KConfig = {}): App {
     ...config,
   });
   app.setTranslator(translator);
+  setupTelemetry(app);
   app.registerScheduler(new HeartbeatScheduler());
   app.group("/api", apiVersion).use(booksModule);
   app.route(
-    get("/hello", { query: z.object({ name: z.string().max(100).optional() }) }, (ctx) => ({
+    get("/hello", { query: HelloQuery, responses: { 200: Greeting } }, (ctx) => ({
       message: ctx.t("greeting", ctx.query.name ?? "world"),
       lang: ctx.lang,
     }))

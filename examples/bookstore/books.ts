@@ -17,7 +17,7 @@ export const NewBook = Book.omit({ id: true }).meta({ id: "NewBook" });
 const BookId = z.object({ id: z.string().min(1).max(64) });
 const ListQuery = z.object({
   page: z.number().int().optional().describe("1-based page number (default 1; values below 1 become 1)"),
-  limit: z.number().int().optional().describe("Page size (default 20, at most 100)"),
+  limit: z.number().int().optional().describe("Page size (default 20; below 1 becomes 20, above 100 becomes 100)"),
 });
 const BookPage = z
   .object({
@@ -45,28 +45,28 @@ export class BooksController implements Controller {
     return [
       get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(undefined, ctx.pagination()))
         .tag("books")
-        .describe("List books", "Offset pagination: `page` and `limit` are clamped, never rejected."),
-      get("/books/:id", { params: BookId, responses: { 200: Book } }, async (ctx) => {
+        .describe("List books", "Offset pagination: out-of-range `page` and `limit` are clamped; non-numbers are a 422."),
+      get("/books/:id", { params: BookId, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
         const book = await books.findById(undefined, ctx.params.id);
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);
         return book;
       })
         .tag("books")
         .describe("Get one book"),
-      post("/books", { body: NewBook, responses: { 201: Book } }, async (ctx) => {
+      post("/books", { body: NewBook, responses: { 201: { schema: Book, description: "The new book; `Location` names it" } } }, async (ctx) => {
         const book: Book = { id: `b${this.#next++}`, ...ctx.body };
         return created(await books.create(undefined, book), `/api/books/${book.id}`);
       })
         .tag("books")
         .describe("Add a book"),
-      put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book } }, async (ctx) => {
+      put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
         const book = await books.update(undefined, ctx.params.id, { id: ctx.params.id, ...ctx.body });
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);
         return book;
       })
         .tag("books")
         .describe("Replace a book"),
-      del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" } } }, async (ctx) => {
+      del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" }, 404: { description: "No book with this id" } } }, async (ctx) => {
         if (!(await books.delete(undefined, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
       })
         .tag("books")

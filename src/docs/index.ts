@@ -1,0 +1,49 @@
+import type { H3Event } from "h3";
+import type { App } from "../app.js";
+import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
+import { buildOpenAPIDocument, docsPaths } from "./openapi.js";
+import { renderDocsPage } from "./page.js";
+
+const JSON_TYPE = "application/json;charset=UTF-8";
+// The bundle URL carries a content hash (`?v=`): a new bundle is a new URL.
+const IMMUTABLE = "public, max-age=31536000, immutable";
+
+/**
+ * Registers the docs routes on the App's h3 instance: `GET {docs.path}` (the Scalar page),
+ * `GET {docs.path}/openapi.json` (the document) and `GET {docs.path}/scalar.js` (the Scalar
+ * bundle, served from keelson's own build output). The document is built on first request and
+ * rebuilt when routes have been added since; the bundle is read on first request and kept.
+ */
+export function registerDocs(app: App): void {
+  const engine = app.httpEngine;
+  const paths = docsPaths(app.config.docs.path);
+  const title = app.config.docs.title ?? app.config.serviceName;
+  let document: { key: string; json: string } | undefined;
+  let page: string | undefined;
+
+  engine.get(paths.document, () => {
+    const key = `${engine["~routes"].length}:${app.routes.length}`;
+    if (document?.key !== key) document = { key, json: JSON.stringify(buildOpenAPIDocument(app)) };
+    return new Response(document.json, { headers: { "content-type": JSON_TYPE, "cache-control": "no-cache" } });
+  });
+
+  engine.get(paths.page, async () => {
+    page ??= renderDocsPage(title, (await loadScalarBundle()).version, paths.document);
+    return new Response(page, { headers: { "content-type": "text/html;charset=UTF-8", "cache-control": "no-cache" } });
+  });
+
+  engine.get(paths.script, async (event: H3Event) => {
+    const bundle = await loadScalarBundle();
+    const headers: Record<string, string> = {
+      "content-type": "text/javascript;charset=UTF-8", "cache-control": IMMUTABLE, etag: bundle.etag, vary: "accept-encoding",
+    };
+    if (matchesETag(event.req.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
+    const gzip = acceptsGzip(event.req.headers.get("accept-encoding"));
+    if (gzip) headers["content-encoding"] = "gzip";
+    return new Response(gzip ? bundle.gzipped : bundle.body, { headers });
+  });
+}
+
+export { buildOpenAPIDocument, parseServer } from "./openapi.js";
+export { SCALAR_OPTIONS } from "./page.js";
+export type * from "./types.js";
