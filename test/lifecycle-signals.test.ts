@@ -172,6 +172,31 @@ describe("hook failures and repeated signals", () => {
   });
 });
 
+describe("several Apps in one process", () => {
+  it("drains every listening App on one signal and exits once the slowest has finished", async () => {
+    const service = await startService({ LC_HOOKS: "main:ok", LC_ADMIN_HOOK: "wait=600" });
+    await service.waitFor(/admin listening on/);
+    const signalledAt = performance.now();
+    service.child.kill("SIGTERM");
+    const exit = await service.exited;
+    expect(exit.code).toBe(0);
+    expect(exit.at - signalledAt).toBeGreaterThanOrEqual(600);
+    expect(service.count(/draining \(SIGTERM\)/)).toBe(2);
+    expect(service.output()).toMatch(/fixture hook main: finished/);
+    expect(service.output()).toMatch(/fixture hook admin: finished/);
+    expect(service.count(/terminated cleanly/)).toBe(2);
+  });
+
+  it("exits 1 when any of them shuts down uncleanly", async () => {
+    const service = await startService({ LC_HOOKS: "main:ok", LC_ADMIN_HOOK: "throw" });
+    await service.waitFor(/admin listening on/);
+    service.child.kill("SIGTERM");
+    expect((await service.exited).code).toBe(1);
+    expect(service.output()).toMatch(/shutdown hook admin failed: Error: boom from admin/);
+    expect(service.output()).toMatch(/terminated cleanly/);
+  });
+});
+
 describe("shutdown delay", () => {
   it("answers /health with 503 during the delay while requests still succeed, then closes the listener", async () => {
     const delay = 1500;
