@@ -11,6 +11,18 @@ import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
 
+/** The message of a usage error (or says there was none). */
+function usageError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
+  const cli = parseCli(argv, env);
+  return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
+}
+
+function runCli(...args: string[]) {
+  return spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
+    cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
+  });
+}
+
 describe("supervisor options", () => {
   it("documents its defaults", () => {
     const saved = { WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY };
@@ -66,30 +78,23 @@ describe("supervisor command line", () => {
   it("answers help and names what is wrong otherwise", () => {
     expect(parseCli([])).toEqual({ command: "help" });
     expect(parseCli(["--help"])).toEqual({ command: "help" });
-    const error = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
-      const cli = parseCli(argv, env);
-      return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
-    };
-    expect(error(["run", ENTRY])).toBe('unknown command "run" (expected: start)');
-    expect(error(["start"])).toMatch(/^missing <entry>/);
-    expect(error(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
-    expect(error(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
-    expect(error(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
-    expect(error(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
-    expect(error(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
+    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start)');
+    expect(usageError(["start"])).toMatch(/^missing <entry>/);
+    expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
+    expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
+    expect(usageError(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
+    expect(usageError(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
+    expect(usageError(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
   });
 
   it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {
-    const cli = (...args: string[]) => spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
-      cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
-    });
-    const help = cli("--help");
+    const help = runCli("--help");
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
-    const bad = cli("start", "missing-entry.ts");
+    const bad = runCli("start", "missing-entry.ts");
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);
-    const zero = cli("start", ENTRY, "--workers", "0");
+    const zero = runCli("start", ENTRY, "--workers", "0");
     expect(zero.status).toBe(2);
     expect(zero.stderr).toBe("keelson: workers must be a positive integer, got 0\n");
   });
