@@ -1,3 +1,4 @@
+import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { Logger } from "./logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
@@ -32,6 +33,12 @@ export interface DocsConfig {
   /** Each item is `"<url> - <description>"` (the description part is optional). */
   servers?: string[];
   tags?: DocsTag[];
+  /**
+   * `components.securitySchemes` of the document, by the names routes use in `security` /
+   * `.secured()`. Undeclared names used by routes: `bearer` and `basic` are HTTP schemes,
+   * any other name is documented as a bearer token.
+   */
+  securitySchemes?: Record<string, OpenAPISecurityScheme>;
 }
 
 /** Cross-origin policy. `false` turns CORS handling off entirely. */
