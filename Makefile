@@ -12,8 +12,10 @@ $(STAMP): package.json package-lock.json
 
 install: $(STAMP)
 
+# The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 build: $(STAMP)
 	npx tsc -p tsconfig.build.json
+	node scripts/copy-scalar.mjs dist
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor test examples load-tests
@@ -27,7 +29,7 @@ test: lint typecheck build
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
-	PORT=$(PORT) node dist/examples/bookstore/main.js
+	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
 
 bench: build
 	node --import tsx load-tests/bench.ts
