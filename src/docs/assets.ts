@@ -26,7 +26,7 @@ const gzipAsync = promisify(gzip);
  * The shipped copy first; when running from source (tsx, vitest) the devDependency itself.
  * `@scalar/api-reference` exports no subpath for the bundle, so it is found from its main entry.
  */
-function candidates(): URL[] {
+export function scalarBundleCandidates(): URL[] {
   const list = [SHIPPED_BUNDLE];
   try {
     const main = createRequire(import.meta.url).resolve("@scalar/api-reference");
@@ -37,9 +37,10 @@ function candidates(): URL[] {
   return list;
 }
 
-async function readBundle(): Promise<ScalarBundle> {
+/** Reads the first of `candidates` that exists. Rejects, naming every place tried, when none does. */
+export async function readScalarBundle(candidates: readonly URL[]): Promise<ScalarBundle> {
   const tried: string[] = [];
-  for (const url of candidates()) {
+  for (const url of candidates) {
     let text: string;
     try {
       text = await readFile(url, "utf8");
@@ -60,7 +61,7 @@ let loading: Promise<ScalarBundle> | undefined;
 
 /** Reads the bundle on first use only; a failed read is retried by the next call. */
 export function loadScalarBundle(): Promise<ScalarBundle> {
-  loading ??= readBundle().catch((error: unknown) => {
+  loading ??= readScalarBundle(scalarBundleCandidates()).catch((error: unknown) => {
     loading = undefined;
     throw error;
   });
