@@ -4,6 +4,7 @@ import type { MetricsCollector } from "../integrations.js";
 import type { MetricsSnapshot } from "../internal/ipc.js";
 import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
 import { get } from "../route.js";
+import { MetricSet } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 
 /** The Prometheus text format's content type (version 0.0.4). */
@@ -62,14 +63,20 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
   const worker = process.env.KEELSON_WORKER_ID ?? "";
 
+  const readLocal = async (): Promise<string> => {
+    // Rendered like the cluster exposition (prom-client itself writes NaN as "Nan").
+    const set = new MetricSet();
+    set.add(await readSnapshot(registry), "as-is");
+    return set.render();
+  };
   const readExposition = async (): Promise<string> => {
-    if (primary === undefined) return registry.metrics();
+    if (primary === undefined) return readLocal();
     try {
       const { text } = await primary.request("metrics:cluster", { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
       return text;
     } catch (error) {
       const reason = (error as Error).message.replace(/\s+/g, " ");
-      return `# keelson: cluster aggregation failed (${reason}); worker ${worker} serves its own metrics only\n${await registry.metrics()}`;
+      return `# keelson: cluster aggregation failed (${reason}); worker ${worker} serves its own metrics only\n${await readLocal()}`;
     }
   };
 

@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { request } from "node:http";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
+
+// Two real workers under the real supervisor (CLI from source), real sockets, real signals.
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const COUNT = "http_request_duration_seconds_count";
+const HELLO = { method: "GET", route: "/hello", status_code: "200" };
+const live = new Set<ChildProcess>();
+
+interface Cluster {
+  port: number;
+  output(): string;
+  waitFor(pattern: RegExp, count?: number, timeoutMs?: number): Promise<void>;
+}
+
+function startCluster(env: Record<string, string> = {}): Cluster {
+  const port = 20_000 + Math.floor(Math.random() * 40_000);
+  const child = spawn(process.execPath, ["--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
+    "--workers", "2", "--port", String(port), "--backoff-initial", "50"], {
+    cwd: ROOT, env: { ...process.env, NODE_ENV: "development", ...env }, stdio: ["ignore", "pipe", "pipe"],
+  });
+  live.add(child);
+  child.once("exit", () => live.delete(child));
+  let text = "";
+  child.stdout?.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  return {
+    port,
+    output: () => text,
+    async waitFor(pattern, count = 1, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (text.split("\n").filter((line) => pattern.test(line)).length < count) {
+        if (Date.now() > deadline) throw new Error(`no ${count}x ${pattern} within ${timeoutMs}ms:\n${text}`);
+        if (child.exitCode !== null) throw new Error(`supervisor exited (${child.exitCode}):\n${text}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    },
+  };
+}
+
+afterEach(() => {
+  for (const child of live) child.kill("SIGKILL");
+  live.clear();
+});
+
+/** GET on a fresh connection, so the primary's round-robin spreads requests over the workers. */
+function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path, agent: false, timeout: 20_000 }, (res) => {
+      let body = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (body += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("timeout", () => req.destroy(new Error(`GET ${path} timed out`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+async function hello(port: number, times: number): Promise<Map<number, number>> {
+  const byPid = new Map<number, number>();
+  for (let i = 0; i < times; i++) {
+    const { status, body } = await get(port, "/hello");
+    expect(status).toBe(200);
+    const pid = (JSON.parse(body) as { pid: number }).pid;
+    byPid.set(pid, (byPid.get(pid) ?? 0) + 1);
+  }
+  return byPid;
+}
+
+async function scrape(port: number): Promise<Exposition> {
+  const { status, body } = await get(port, "/metrics");
+  expect(status).toBe(200);
+  return parseExposition(body);
+}
+
+function workerPids(cluster: Cluster): Map<string, number> {
+  const pids = new Map<string, number>();
+  for (const match of cluster.output().matchAll(/worker (\d+) \(pid (\d+)\) ready/g)) pids.set(match[1]!, Number(match[2]));
+  return pids;
+}
+
+describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
+  it("any worker's scrape returns the totals of both, and they never drop when a worker is killed and replaced", async () => {
+    const cluster = startCluster();
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    const served = await hello(cluster.port, 60);
+    expect(served.size).toBe(2);
+
+    const first = await scrape(cluster.port);
+    expect(first.value(COUNT, HELLO)).toBe(60);
+    expect(first.value("keelson_worker_up", { worker: "1" })).toBe(1);
+    expect(first.value("keelson_worker_up", { worker: "2" })).toBe(1);
+    // Gauges per worker, counters summed (process CPU of both).
+    expect(first.find("nodejs_heap_size_used_bytes").map((s) => s.labels.worker).toSorted()).toEqual(["1", "2"]);
+    expect(first.find("process_cpu_user_seconds_total")).toHaveLength(1);
+    // Scrapes answered by either worker agree.
+    const second = await scrape(cluster.port);
+    expect(second.value(COUNT, HELLO)).toBe(60);
+
+    const victim = workerPids(cluster).get("1");
+    expect(victim).toBeDefined();
+    process.kill(victim!, "SIGKILL");
+    await cluster.waitFor(/ready on /, 3);
+    const afterKill = await scrape(cluster.port);
+    expect(afterKill.value(COUNT, HELLO)).toBe(60);
+    expect(afterKill.value("keelson_worker_up", { worker: "1" })).toBe(1);
+
+    await hello(cluster.port, 20);
+    expect((await scrape(cluster.port)).value(COUNT, HELLO)).toBe(80);
+  });
+
+  it("a worker that exits after SIGTERM hands over its final counts, even for requests no scrape saw", async () => {
+    const cluster = startCluster();
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    await scrape(cluster.port);
+    const served = await hello(cluster.port, 40);
+    const victim = workerPids(cluster).get("2")!;
+    expect(served.get(victim)).toBeGreaterThan(0);
+    process.kill(victim, "SIGTERM");
+    await cluster.waitFor(/ready on /, 3);
+    const metrics = await scrape(cluster.port);
+    expect(metrics.value(COUNT, HELLO)).toBe(40);
+  });
+
+  it("a blocked worker does not fail the scrape: the other answers within the timeout, with up 0 for the blocked one", async () => {
+    const cluster = startCluster({ METRICS_CLUSTER_TIMEOUT_MS: "1000" });
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    await hello(cluster.port, 10);
+    const before = await scrape(cluster.port);
+    expect(before.value(COUNT, HELLO)).toBe(10);
+
+    const blocked = get(cluster.port, "/block?ms=6000");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = performance.now();
+    const during = await scrape(cluster.port);
+    const took = performance.now() - started;
+    expect(took).toBeLessThan(4500);
+    const up = during.find("keelson_worker_up").map((s) => s.value).toSorted();
+    expect(up).toEqual([0, 1]);
+    // The blocked worker counts with what it last reported: the total does not dip.
+    expect(during.value(COUNT, HELLO)).toBe(10);
+    expect((await blocked).status).toBe(200);
+  });
+});

@@ -1,0 +1,185 @@
+import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
+import { describe, expect, it } from "vitest";
+import type { MetricsSnapshot, RequestType, Requests } from "../src/internal/ipc.js";
+import { MetricSet } from "../src/metrics/metric-set.js";
+import { ClusterMetrics } from "../supervisor/metrics.js";
+import type { SupervisedWorker, WorkerState } from "../supervisor/worker-handle.js";
+import { parseExposition } from "./fixtures/metrics-exposition.js";
+
+/** One worker's registry: a counter, a gauge, a histogram and a summary. */
+function workerRegistry(requests: number, heap: number) {
+  const registry = new Registry();
+  new Counter({ name: "jobs_total", help: "Jobs.", labelNames: ["kind"], registers: [registry] }).inc({ kind: "a" }, requests);
+  new Gauge({ name: "heap_bytes", help: "Heap.", registers: [registry] }).set(heap);
+  const histogram = new Histogram({ name: "latency_seconds", help: "Latency.", buckets: [0.1, 1], registers: [registry] });
+  for (let i = 0; i < requests; i++) histogram.observe(i % 2 === 0 ? 0.05 : 0.5);
+  const summary = new Summary({ name: "size_bytes", help: "Size.", percentiles: [0.5], registers: [registry] });
+  summary.observe(heap / 1000);
+  return registry;
+}
+
+/** What crosses IPC: JSON (Infinity and NaN become null). */
+async function snapshotOf(registry: Registry): Promise<MetricsSnapshot> {
+  return JSON.parse(JSON.stringify(await registry.getMetricsAsJSON())) as MetricsSnapshot;
+}
+
+describe("MetricSet", () => {
+  it("sums counters and histograms by label set, keeps gauges and summaries per worker", async () => {
+    const set = new MetricSet();
+    set.add(await snapshotOf(workerRegistry(4, 1000)), { worker: "1" });
+    set.add(await snapshotOf(workerRegistry(6, 3000)), { worker: "2" });
+    const metrics = parseExposition(set.render());
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(10);
+    expect(metrics.find("jobs_total")[0]?.labels.worker).toBeUndefined();
+    expect(metrics.value("latency_seconds_count")).toBe(10);
+    expect(metrics.value("latency_seconds_bucket", { le: "0.1" })).toBe(5);
+    expect(metrics.value("latency_seconds_bucket", { le: "+Inf" })).toBe(10);
+    expect(metrics.value("heap_bytes", { worker: "1" })).toBe(1000);
+    expect(metrics.value("heap_bytes", { worker: "2" })).toBe(3000);
+    // Quantiles cannot be added: a summary stays per worker, its quantiles included.
+    expect(metrics.value("size_bytes", { worker: "1", quantile: "0.5" })).toBe(1);
+    expect(metrics.value("size_bytes", { worker: "2", quantile: "0.5" })).toBe(3);
+    expect(metrics.value("size_bytes_count", { worker: "2" })).toBe(1);
+    expect(metrics.types.get("size_bytes")).toBe("summary");
+  });
+
+  it("keeps only counters and histograms in additive scope", async () => {
+    const set = new MetricSet();
+    set.add(await snapshotOf(workerRegistry(2, 1000)), "additive");
+    const metrics = parseExposition(set.render());
+    expect([...metrics.types.keys()].toSorted()).toEqual(["jobs_total", "latency_seconds"]);
+  });
+
+  it("escapes label values and help text, and writes NaN and infinities as Prometheus reads them", () => {
+    const set = new MetricSet();
+    set.add([
+      { name: "odd", help: "Line one\nback\\slash", type: "gauge", aggregator: "sum", values: [
+        { value: null, labels: { path: 'a"b\\c\nd' } },
+        { value: Number.POSITIVE_INFINITY, labels: { path: "inf" } },
+      ] },
+    ], "as-is");
+    const text = set.render();
+    expect(text).toContain("# HELP odd Line one\\nback\\\\slash\n");
+    expect(text).toContain('odd{path="a\\"b\\\\c\\nd"} NaN\n');
+    expect(text).toContain('odd{path="inf"} +Inf\n');
+    expect(parseExposition(text).find("odd")[0]?.labels.path).toBe('a"b\\c\nd');
+  });
+
+  it("ignores malformed entries instead of failing the scrape", () => {
+    const set = new MetricSet();
+    set.add([{ name: 42 }, { name: "x", type: "counter" }, { name: "ok_total", help: "ok", type: "counter", values: [{ value: 1, labels: {} }] }], "as-is");
+    expect(parseExposition(set.render()).value("ok_total")).toBe(1);
+  });
+});
+
+/** A worker whose channel answers snapshot requests with `snapshot`, or never when it is null. */
+class FakeWorker implements SupervisedWorker {
+  state: WorkerState = "ready";
+  snapshot: MetricsSnapshot | null;
+  readonly channel: SupervisedWorker["channel"];
+  constructor(readonly id: number, readonly pid: number, snapshot: MetricsSnapshot | null) {
+    this.snapshot = snapshot;
+    this.channel = {
+      request: (_type: string, _payload: unknown, timeoutMs: number) => new Promise((resolve, reject) => {
+        if (this.snapshot !== null) resolve({ snapshot: this.snapshot });
+        else setTimeout(() => reject(new Error(`timed out after ${timeoutMs}ms`)), timeoutMs);
+      }),
+    } as unknown as SupervisedWorker["channel"];
+  }
+}
+
+class FakeHost {
+  readonly handlers = new Map<string, (payload: never) => unknown>();
+  readonly listeners: Array<(worker: SupervisedWorker) => void> = [];
+  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => unknown): void {
+    this.handlers.set(type, handler as (payload: never) => unknown);
+  }
+  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+    this.listeners.push(listener);
+    return () => {};
+  }
+  fork(worker: FakeWorker): FakeWorker {
+    for (const listener of this.listeners) listener(worker);
+    return worker;
+  }
+  async scrape(timeoutMs = 100) {
+    const handler = this.handlers.get("metrics:cluster") as (p: Requests["metrics:cluster"][0]) => Promise<Requests["metrics:cluster"][1]>;
+    const { text } = await handler({ timeoutMs });
+    return parseExposition(text);
+  }
+  final(pid: number, snapshot: MetricsSnapshot): void {
+    (this.handlers.get("metrics:final") as (p: Requests["metrics:final"][0]) => unknown)({ pid, snapshot });
+  }
+}
+
+describe("ClusterMetrics (the supervisor's side)", () => {
+  it("sums all workers and reports each slot up", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
+    host.fork(new FakeWorker(2, 102, await snapshotOf(workerRegistry(5, 20))));
+    const metrics = await host.scrape();
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(8);
+    expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(1);
+    expect(metrics.value("keelson_worker_up", { worker: "2" })).toBe(1);
+    expect(metrics.find("keelson_worker_scrape_duration_seconds")).toHaveLength(2);
+  });
+
+  it("answers within the per-worker timeout when a worker is busy, counting it with its last snapshot and up 0", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    const busy = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
+    host.fork(new FakeWorker(2, 102, await snapshotOf(workerRegistry(5, 20))));
+    expect((await host.scrape()).value("jobs_total", { kind: "a" })).toBe(8);
+    busy.snapshot = null;
+    const started = performance.now();
+    const metrics = await host.scrape(300);
+    expect(performance.now() - started).toBeLessThan(2000);
+    expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(0);
+    expect(metrics.value("keelson_worker_up", { worker: "2" })).toBe(1);
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(8);
+    // Its gauges are not reported stale.
+    expect(metrics.find("heap_bytes", { worker: "1" })).toHaveLength(0);
+    expect(metrics.value("heap_bytes", { worker: "2" })).toBe(20);
+  });
+
+  it("keeps a departed worker's counters, so totals never go backwards when it is replaced", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    const first = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
+    host.fork(new FakeWorker(2, 102, await snapshotOf(workerRegistry(5, 20))));
+    expect((await host.scrape()).value("latency_seconds_count")).toBe(8);
+    first.state = "exited";
+    host.fork(new FakeWorker(1, 103, await snapshotOf(workerRegistry(1, 30))));
+    const metrics = await host.scrape();
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(3 + 5 + 1);
+    expect(metrics.value("latency_seconds_count")).toBe(9);
+    expect(metrics.value("heap_bytes", { worker: "1" })).toBe(30);
+    expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(1);
+    // Still there on the next scrape, and not counted twice.
+    expect((await host.scrape()).value("jobs_total", { kind: "a" })).toBe(9);
+  });
+
+  it("uses the final snapshot a worker sends after draining, not the older one of the last scrape", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    const worker = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
+    expect((await host.scrape()).value("jobs_total", { kind: "a" })).toBe(3);
+    host.final(101, await snapshotOf(workerRegistry(7, 10)));
+    worker.state = "exited";
+    const metrics = await host.scrape();
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(7);
+    expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(0);
+  });
+
+  it("keeps a slot's up gauge at 0 while it has no worker, and shows each family once", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    const worker = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(2, 10))));
+    host.fork(new FakeWorker(2, 102, await snapshotOf(workerRegistry(2, 10))));
+    worker.state = "exited";
+    const metrics = await host.scrape();
+    expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(0);
+    expect(metrics.value("jobs_total", { kind: "a" })).toBe(2);
+  });
+});
