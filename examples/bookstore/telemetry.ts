@@ -1,0 +1,42 @@
+import { trace } from "@opentelemetry/api";
+import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
+import { resourceFromAttributes } from "@opentelemetry/resources";
+import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
+import type { App } from "../../src/index.js";
+import { definePrometheus } from "../../src/metrics/index.js";
+import { otelTracer } from "../../src/tracing/index.js";
+
+/**
+ * Metrics always (GET /metrics, cluster-wide under the supervisor); traces when the standard
+ * `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: spans are
+ * batched and sent over OTLP/HTTP, and flushed by a shutdown hook within the shutdown budget.
+ */
+export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): void {
+  app.use(definePrometheus());
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return;
+  const provider = new BasicTracerProvider({
+    resource: resourceFromAttributes({
+      "service.name": env.OTEL_SERVICE_NAME || app.config.serviceName,
+      "service.version": app.config.version,
+    }),
+    // The exporter reads the endpoint, headers and timeout from the OTEL_EXPORTER_OTLP_* variables.
+    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter())],
+  });
+  // Global too, so spans started with the OpenTelemetry API in application code are exported.
+  trace.setGlobalTracerProvider(provider);
+  app.setTracer(otelTracer({ tracerProvider: provider }));
+  app.onShutdown(async function flushSpans(signal) {
+    // Hooks run after the drain: every request's span has ended and sits in the batch queue.
+    await untilAborted(provider.shutdown(), signal, "span export did not finish within the shutdown budget");
+  }, "telemetry: flush spans");
+}
+
+/** `work`, or a rejection as soon as `signal` aborts (the export goes on, the hook stops waiting). */
+function untilAborted(work: Promise<void>, signal: AbortSignal, message: string): Promise<void> {
+  if (signal.aborted) return Promise.reject(new Error(message));
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(new Error(message));
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
