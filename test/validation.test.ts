@@ -193,18 +193,21 @@ function sendChunked(url: string, chunks: number, chunkSize: number): Promise<{ 
       res.on("data", (c: string) => (body += c));
       res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
     });
-    let answered = false;
-    req.on("response", () => (answered = true));
-    // The server answers and closes mid-upload: the write side may then see EPIPE/ECONNRESET.
-    req.on("error", (error) => (answered ? undefined : reject(error)));
-    let sent = 0;
+    // Set by the response event, read by the write loop: the server may answer mid-upload.
+    const state = { answered: false, sent: 0 };
+    req.on("response", () => (state.answered = true));
+    // After an early answer the server closes: the write side may then see EPIPE/ECONNRESET.
+    req.on("error", (error) => (state.answered ? undefined : reject(error)));
+    const chunk = `"${"x".repeat(chunkSize - 2)}"`;
     const pump = () => {
-      while (sent < chunks && !answered) {
-        sent++;
-        const ok = req.write(`"${"x".repeat(chunkSize - 2)}"`.slice(0, chunkSize));
-        if (!ok) return void req.once("drain", pump);
+      for (; state.sent < chunks; state.sent++) {
+        if (state.answered) return;
+        if (!req.write(chunk)) {
+          state.sent++;
+          return void req.once("drain", pump);
+        }
       }
-      if (!answered) req.end();
+      if (!state.answered) req.end();
     };
     pump();
   });
