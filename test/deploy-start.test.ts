@@ -1,0 +1,224 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer, type Server } from "node:http";
+import { builtinModules, createRequire } from "node:module";
+import type { AddressInfo } from "node:net";
+import { join, relative, resolve } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { parse } from "yaml";
+import { getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, readDockerfile, type Stage } from "./fixtures/deploy-dockerfile.js";
+
+// Runs the image's own command line on the host against the built package: ENTRYPOINT + CMD from
+// docker/Dockerfile, /app mapped to the repository root, the image's ENV (plus a Deployment's or
+// Compose's where a test says so), the supervisor as PID 1 of its own PID namespace like in a container.
+
+const ROOT = resolve(import.meta.dirname, "..");
+const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
+const runtime = dockerfile.stages.at(-1) as Stage;
+const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
+const imageEnv = getStageEnv(runtime);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const running: Started[] = [];
+const servers: Server[] = [];
+
+/** An image path (`/app/dist/x.js`) as a path in this checkout. */
+const toHost = (arg: string) => (arg === workdir ? ROOT : arg.startsWith(`${workdir}/`) ? join(ROOT, arg.slice(workdir.length + 1)) : arg);
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+    .filter((f) => f.endsWith(".ts") && !f.endsWith(".d.ts"))
+    .map((f) => join(dir, f));
+}
+
+/** Files of dist/ missing or older than their source. */
+function staleOutputs(): string[] {
+  return ["src", "supervisor", "examples"].flatMap(sourceFiles).filter((file) => {
+    const out = join(ROOT, "dist", file.replace(/\.ts$/, ".js"));
+    return !existsSync(out) || statSync(out).mtimeMs < statSync(join(ROOT, file)).mtimeMs;
+  });
+}
+
+beforeAll(() => {
+  // `make test` builds first; a lone `vitest run` on a clean clone or after an edit builds here.
+  if (staleOutputs().length === 0) return;
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8" });
+  const stale = staleOutputs();
+  if (stale.length > 0) throw new Error(`build failed (${stale.join(", ")}):\n${result.stdout}${result.stderr}`);
+}, 180_000);
+
+afterEach(async () => {
+  for (const started of running.splice(0)) {
+    if (started.child.exitCode === null && started.child.signalCode === null) started.child.kill("SIGKILL");
+    await started.exited;
+  }
+  for (const server of servers.splice(0)) await new Promise((r) => server.close(r));
+});
+
+interface Started {
+  child: ChildProcess;
+  /** Host pid of the supervisor (PID 1 inside its namespace). */
+  pid: number;
+  url: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+function childOf(pid: number): number | undefined {
+  try {
+    const first = readFileSync(`/proc/${pid}/task/${pid}/children`, "utf8").trim().split(/\s+/)[0];
+    return first ? Number(first) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Runs the image command as PID 1 of a new PID namespace (as root, like `docker run`) with exactly `env`. */
+async function startImage(env: Record<string, string>): Promise<Started> {
+  const [program, ...args] = getImageCommand(runtime).map(toHost);
+  expect(program).toBe("node");
+  const child = spawn("unshare", ["--pid", "--fork", "--kill-child", "--", process.execPath, ...args], {
+    cwd: toHost(workdir), env, stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
+  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
+  const started: Started = { child, pid: 0, url: `http://127.0.0.1:${env.PORT ?? ""}`, output: () => output, exited };
+  running.push(started);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode} before answering:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`/health did not answer 200 within 30 s:\n${output}`);
+    started.pid ||= childOf(child.pid ?? 0) ?? 0;
+    const ok = await fetch(`${started.url}/health`).then((r) => r.status === 200, () => false);
+    if (ok && started.pid) return started;
+    await sleep(100);
+  }
+}
+
+/** The image's HEALTHCHECK command, run with the container's environment. */
+function runHealthcheck(env: Record<string, string>): number | null {
+  const [, ...args] = getHealthcheck(runtime)?.exec ?? [];
+  return spawnSync(process.execPath, args, { cwd: ROOT, env, timeout: 10_000 }).status;
+}
+
+function baseEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", ...imageEnv, ...extra, PORT: String(port) };
+}
+
+describe("the image's start command, on the host", () => {
+  it("answers /health, passes its own HEALTHCHECK, and exits 0 on SIGTERM as PID 1", async () => {
+    const port = await freePort();
+    const env = baseEnv(port, { WORKERS: "2" });
+    const app = await startImage(env);
+    // NSpid lists the pid in each namespace from the host down: the innermost one is 1.
+    expect(readFileSync(`/proc/${app.pid}/status`, "utf8")).toMatch(/^NSpid:\s+\d+\s+1$/m);
+    const health = (await (await fetch(`${app.url}/health`)).json()) as { status: string; service: string };
+    expect(health).toMatchObject({ status: "UP", service: "bookstore" });
+    expect(runHealthcheck(env)).toBe(0);
+    process.kill(app.pid, "SIGTERM");
+    expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
+  });
+
+  it("with the Deployment's environment: /health 503 during the shutdown delay, then exit 0 inside the grace period", async () => {
+    const deployment = parse(readFileSync(join(ROOT, "docker/k8s/deployment.yaml"), "utf8")) as {
+      spec: { template: { spec: { terminationGracePeriodSeconds: number; containers: { env: { name: string; value?: string }[]; resources: { limits: { cpu: string } } }[] } } };
+    };
+    const pod = deployment.spec.template.spec;
+    const container = pod.containers[0];
+    const env: Record<string, string> = {};
+    for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    // The downward API's limits.cpu with divisor 1, as the kubelet resolves it (rounded up).
+    env.WORKERS = String(Math.ceil(Number(container?.resources.limits.cpu)));
+    const delay = Number(env.KEELSON_SHUTDOWN_DELAY_MS);
+    expect(delay).toBeGreaterThan(0);
+    const containerEnv = baseEnv(await freePort(), env);
+    const app = await startImage(containerEnv);
+
+    const signalled = Date.now();
+    process.kill(app.pid, "SIGTERM");
+    // The listener stays open and tells the probes to stop sending traffic.
+    await sleep(300);
+    const during = await fetch(`${app.url}/health`);
+    expect(during.status).toBe(503);
+    expect(((await during.json()) as { status: string }).status).toBe("DOWN");
+    expect(runHealthcheck(containerEnv)).toBe(1);
+    expect(Date.now() - signalled).toBeLessThan(delay);
+
+    const exit = await app.exited;
+    const took = Date.now() - signalled;
+    expect(exit, app.output()).toEqual({ code: 0, signal: null });
+    expect(took).toBeGreaterThanOrEqual(delay - 100);
+    expect(took).toBeLessThan(pod.terminationGracePeriodSeconds * 1000);
+  });
+
+  it("with Compose's environment: /metrics answers and spans reach the OTLP endpoint before exit", async () => {
+    const compose = parse(readFileSync(join(ROOT, "docker/compose.yaml"), "utf8")) as { services: Record<string, { build?: unknown; environment: Record<string, string> }> };
+    const service = Object.values(compose.services).find((s) => s.build);
+    const env = Object.fromEntries(Object.entries(service?.environment ?? {}).map(([k, v]) => [k, String(v).replace(/\$\{\w+:-([^}]*)\}/g, "$1")]));
+    const bodies: string[] = [];
+    const collector = createServer((req, res) => {
+      let body = "";
+      req.on("data", (d: Buffer) => (body += d.toString()));
+      req.on("end", () => {
+        if (req.method === "POST" && req.url === "/v1/traces") bodies.push(body);
+        res.writeHead(200, { "content-type": "application/json" }).end("{}");
+      });
+    });
+    servers.push(collector);
+    await new Promise<void>((r) => collector.listen(0, "127.0.0.1", r));
+    // Compose points at the trace backend's service name; here the backend is this fake collector.
+    expect(new URL(env.OTEL_EXPORTER_OTLP_ENDPOINT ?? "").port).toBe("4318");
+    env.OTEL_EXPORTER_OTLP_ENDPOINT = `http://127.0.0.1:${(collector.address() as AddressInfo).port}`;
+    const app = await startImage(baseEnv(await freePort(), env));
+
+    expect((await fetch(`${app.url}/hello?name=compose`)).status).toBe(200);
+    const metrics = await fetch(`${app.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toMatch(/^http_request_duration_seconds_count\{.*route="\/hello".*\} [1-9]/m);
+    expect((await fetch(`${app.url}/docs/openapi.json`)).status).toBe(200);
+
+    process.kill(app.pid, "SIGTERM");
+    expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
+    expect(bodies.join("\n")).toContain("GET /hello");
+  });
+});
+
+describe("the runtime image's packages", () => {
+  it("cover every package the built service imports, and nothing listed goes unused", () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { dependencies: Record<string, string> };
+    const deps = dockerfile.stages.find((s) => getInstructions(s, "RUN").some((r) => r.args.includes("--omit=dev"))) as Stage;
+    const extra = (getStageArgs(deps).EXAMPLE_PACKAGES ?? "").split(/\s+/).filter(Boolean);
+    const builtins = new Set(builtinModules);
+    const imported = new Map<string, string>();
+    const entry = getImageCommand(runtime)[3] ?? "";
+    // Everything the image's entry can load: the framework, the supervisor and the example's folder.
+    for (const dir of ["dist/src", "dist/supervisor", relative(ROOT, join(ROOT, entry, ".."))]) {
+      // Compiled modules only (a .ts source beside them), not assets such as the docs page's browser bundle.
+      const modules = readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
+        .filter((f) => f.endsWith(".js") && existsSync(join(ROOT, relative("dist", dir), f.replace(/\.js$/, ".ts"))));
+      expect(modules.length, dir).toBeGreaterThan(0);
+      for (const file of modules) {
+        const code = readFileSync(join(ROOT, dir, file), "utf8");
+        for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"'.][^"']*)["']/g)) {
+          const spec = m[1] ?? "";
+          if (spec.startsWith("node:") || builtins.has(spec)) continue;
+          const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);
+          imported.set(name, join(dir, file));
+        }
+      }
+    }
+    const installed = new Set([...Object.keys(pkg.dependencies), ...extra]);
+    for (const [name, file] of imported) expect(installed.has(name), `${name} (imported by ${file}) is not installed in the image`).toBe(true);
+    for (const name of extra) expect(imported.has(name), `${name} is installed in the image but never imported`).toBe(true);
+  });
+});
