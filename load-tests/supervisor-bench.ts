@@ -1,7 +1,7 @@
 // Supervisor benchmark: throughput with 1 vs 2 workers, time for a killed worker to be replaced and
 // serving, time for a full rolling reload, idle RSS of the primary and of each worker. Runs the
 // built example (make build first): node dist/supervisor/cli.js start dist/examples/bookstore/main.js
-//   node --import tsx load-tests/supervisor-bench.ts [--duration 10] [--connections 50] [--runs 3]
+//   node --import tsx load-tests/supervisor-bench.ts [--duration 10] [--connections 50] [--runs 3] [--root DIR]
 // Prints a Markdown report (the `## Supervisor` section of BENCHMARKS.md comes from it).
 import autocannon, { type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -14,8 +14,13 @@ import { parseArgs } from "node:util";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const { values } = parseArgs({
-  options: { duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, runs: { type: "string", default: "3" } },
+  options: {
+    duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, runs: { type: "string", default: "3" },
+    // A directory holding its own dist/ (and node_modules), so a build elsewhere cannot change it mid-run.
+    root: { type: "string", default: ROOT },
+  },
 });
+const BUILD = values.root.endsWith("/") ? values.root : `${values.root}/`;
 const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
 const RUNS = Number(values.runs);
@@ -36,11 +41,11 @@ interface Cluster {
 /** Starts the built supervisor on the built example bookstore, in production mode (JSON logs, no docs). */
 async function startCluster(workers: number): Promise<Cluster> {
   const port = 20_000 + Math.floor(Math.random() * 40_000);
-  if (!existsSync(`${ROOT}dist/supervisor/cli.js`)) throw new Error("dist/ is missing: run make build first");
+  if (!existsSync(`${BUILD}dist/supervisor/cli.js`)) throw new Error(`${BUILD}dist/ is missing: run make build first`);
   const logFile = join(mkdtempSync(join(tmpdir(), "keelson-bench-")), "supervisor.log");
   const fd = openSync(logFile, "w+");
   const child = spawn(process.execPath, ["dist/supervisor/cli.js", "start", "dist/examples/bookstore/main.js",
-    "--workers", String(workers), "--port", String(port)], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"] });
+    "--workers", String(workers), "--port", String(port)], { cwd: BUILD, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"] });
   let text = "";
   let offset = 0;
   // Read the log file incrementally, keeping only the supervisor's lines: parsing every request
