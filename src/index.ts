@@ -1,6 +1,7 @@
 export { App, type RegisteredRoute, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export { HandlerContext, type ContextServices } from "./context.js";
+export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
 export {
   ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
   serviceUnavailable, tooManyRequests, unauthorized, validationError,

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from "node:http";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { JSONSchema } from "../internal/json-schema.js";
 import type { OpenAPIOperation, OpenAPIResponse } from "./types.js";
@@ -68,12 +69,16 @@ export const ERROR_RESPONSES: ReadonlyMap<number, ErrorResponseInfo> = new Map([
   [503, { component: "ServiceUnavailable", code: "SERVICE_UNAVAILABLE", description: "Temporarily unavailable" }],
 ]);
 
-/** An error response with the shared error schema, and an example from the error catalogue. */
+/**
+ * An error response with the shared error schema, and an example: from the error catalogue, else
+ * what keelson answers for a status outside it (code and message from the reason phrase).
+ */
 export function errorResponse(status: number, description: string, code?: ErrorCode): OpenAPIResponse {
   const info = code ? ERROR_CODES[code] : undefined;
+  const reason = STATUS_CODES[status] ?? "Error";
   const example: Record<string, unknown> = info
     ? { status_code: status, code, message: info.message }
-    : { status_code: status, code: "ERROR", message: description };
+    : { status_code: status, code: reason.toUpperCase().replace(/\W+/g, "_"), message: reason };
   if (code === "VALIDATION_ERROR") example.errors = [{ path: "body.title", message: "Too small: expected string to have >=1 characters" }];
   return { description, content: { "application/json": { schema: ref(ERROR_SCHEMA), example } } };
 }

@@ -44,6 +44,5 @@ export function registerDocs(app: App): void {
   });
 }
 
-export { buildOpenAPIDocument, parseServer } from "./openapi.js";
-export { SCALAR_OPTIONS } from "./page.js";
+export { buildOpenAPIDocument } from "./openapi.js";
 export type * from "./types.js";
