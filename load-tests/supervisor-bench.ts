@@ -31,6 +31,26 @@ const median = (xs: number[]) => {
   return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
 };
 
+// Every supervisor started here is SIGKILLed with its workers (own process group) if this script ends early.
+const started = new Set<ChildProcess>();
+process.on("exit", () => {
+  for (const child of started) {
+    try {
+      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  }
+});
+process.on("uncaughtException", (error) => {
+  console.error(error);
+  process.exit(1);
+});
+process.on("unhandledRejection", (error) => {
+  console.error(error);
+  process.exit(1);
+});
+
 interface Cluster {
   child: ChildProcess;
   port: number;
@@ -45,7 +65,9 @@ async function startCluster(workers: number): Promise<Cluster> {
   const logFile = join(mkdtempSync(join(tmpdir(), "keelson-bench-")), "supervisor.log");
   const fd = openSync(logFile, "w+");
   const child = spawn(process.execPath, ["dist/supervisor/cli.js", "start", "dist/examples/bookstore/main.js",
-    "--workers", String(workers), "--port", String(port)], { cwd: BUILD, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"] });
+    "--workers", String(workers), "--port", String(port)], { cwd: BUILD, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"], detached: true });
+  started.add(child);
+  child.once("exit", () => started.delete(child));
   let text = "";
   let offset = 0;
   // Read the log file incrementally, keeping only the supervisor's lines: parsing every request
