@@ -249,7 +249,7 @@ describe("logs, child spans and the OpenTelemetry context", () => {
 });
 
 describe("without an SDK (only @opentelemetry/api)", () => {
-  it("records nothing and logs no trace id, but keeps an incoming trace id for log correlation", async () => {
+  it("records nothing, reads no header and logs no trace id, even for an incoming traceparent", async () => {
     const logs = captureLogs("json");
     const app = new App({ logger: logs.logger });
     app.setTracer(otelTracer());
@@ -257,13 +257,37 @@ describe("without an SDK (only @opentelemetry/api)", () => {
       const child = ctx.startSpan("child");
       child.setAttribute("a", 1);
       child.end();
-      return { traceId: ctx.span.traceId };
+      return { traceId: ctx.span.traceId, otel: getOtelSpan(ctx.span) !== undefined };
     }));
-    expect(await (await app.request("/x")).json()).toEqual({ traceId: "" });
-    await app.request("/x", { headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` } });
+    expect(await (await app.request("/x")).json()).toEqual({ traceId: "", otel: false });
+    const traced = await app.request("/x", { headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` } });
+    expect(await traced.json()).toEqual({ traceId: "", otel: false });
     const lines = logs.entries().filter((e) => e.path === "/x");
-    expect(lines[0]?.trace_id).toBeUndefined();
-    expect(lines[1]?.trace_id).toBe(TRACE_ID);
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line.trace_id).toBeUndefined();
     expect(spans()).toHaveLength(0);
+  });
+
+  it("picks up an SDK registered globally after the tracer was made", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    app.setTracer(otelTracer());
+    app.route(get("/late", () => ({ ok: true })));
+    await app.request("/late");
+    expect(spans()).toHaveLength(0);
+    trace.setGlobalTracerProvider(provider);
+    try {
+      await app.request("/late");
+      expect(onlyServerSpan().name).toBe("GET /late");
+    } finally {
+      trace.disable();
+    }
+  });
+
+  it("treats a tracer from an SDK provider as recording even when nothing is registered globally", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    app.setTracer(otelTracer(provider.getTracer("mine")));
+    app.route(get("/own", () => ({ ok: true })));
+    await app.request("/own");
+    expect(onlyServerSpan().instrumentationScope.name).toBe("mine");
   });
 });

@@ -1,11 +1,11 @@
 import { createRequire } from "node:module";
 import {
-  ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace,
+  ProxyTracer, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace,
   type Context, type Tracer as ApiTracer, type TextMapGetter, type TextMapPropagator, type TracerProvider,
 } from "@opentelemetry/api";
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
-import type { RequestSpanEnd, Span, SpanAttributeValue, Tracer } from "../integrations.js";
+import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
 import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
 import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -30,6 +30,9 @@ export interface OtelTracerOptions {
 }
 
 const SERVER_SPAN = Object.freeze({ kind: SpanKind.SERVER });
+/** What the API's global provider delegates to while no SDK is registered. */
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+const NOOP_SPAN = noopTracer.startSpan("noop");
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 };
 
 const HEADERS_GETTER: TextMapGetter<Headers> = {
@@ -58,20 +61,40 @@ function isApiTracer(value: unknown): value is ApiTracer {
  */
 export function otelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
   const settings: OtelTracerOptions = isApiTracer(options) ? { tracer: options } : options;
-  const tracer = settings.tracer ?? (settings.tracerProvider ?? trace.getTracerProvider()).getTracer("keelson", readVersion());
-  return new OpenTelemetryTracer(tracer, settings.propagator);
+  const { tracer, tracerProvider } = settings;
+  // Which provider decides whether anything records: a given tracer that is not the API's proxy
+  // belongs to an SDK, so there is nothing to check (null).
+  const decides = tracer === undefined ? (tracerProvider ?? "global") : tracer instanceof ProxyTracer ? "global" : null;
+  return new OpenTelemetryTracer(
+    tracer ?? (tracerProvider ?? trace.getTracerProvider()).getTracer("keelson", readVersion()),
+    settings.propagator,
+    decides,
+  );
 }
 
 class OpenTelemetryTracer implements Tracer {
   readonly #tracer: ApiTracer;
   readonly #propagator: Pick<TextMapPropagator, "extract"> | undefined;
+  readonly #decides: TracerProvider | "global" | null;
 
-  constructor(tracer: ApiTracer, propagator: Pick<TextMapPropagator, "extract"> | undefined) {
+  constructor(tracer: ApiTracer, propagator: Pick<TextMapPropagator, "extract"> | undefined, decides: TracerProvider | "global" | null) {
     this.#tracer = tracer;
     this.#propagator = propagator;
+    this.#decides = decides;
+  }
+
+  /**
+   * True while only the API is there (no SDK registered): then no header is read and no span
+   * object is made. Checked per request, so an SDK registered after startup is picked up.
+   */
+  #inert(): boolean {
+    if (this.#decides === null) return false;
+    const provider = this.#decides === "global" ? trace.getTracerProvider() : this.#decides;
+    return provider instanceof ProxyTracerProvider && provider.getDelegate() === NOOP_PROVIDER;
   }
 
   startRequestSpan(event: H3Event): Span {
+    if (this.#inert()) return NOOP_SPAN;
     const method = event.req.method;
     const known = normalizeMethod(method) !== OTHER_METHOD;
     const methodName = known ? method : OTHER_METHOD_SPAN_NAME;
@@ -118,6 +141,7 @@ class OpenTelemetryTracer implements Tracer {
   }
 
   startSpan(name: string, options?: { parent?: Span; attributes?: Record<string, SpanAttributeValue> }): Span {
+    if (this.#inert()) return NOOP_SPAN;
     const parent = options?.parent;
     const active = context.active();
     const parentContext = parent instanceof OtelSpan ? trace.setSpan(active, parent.otel) : active;
@@ -127,7 +151,9 @@ class OpenTelemetryTracer implements Tracer {
   /** The incoming trace context, or the root (a new trace) when absent or invalid. */
   #parent(headers: Headers): Context {
     if (this.#propagator !== undefined) return this.#propagator.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
-    const remote = readTraceparent(headers.get("traceparent"), headers.get("tracestate"));
+    const traceparent = headers.get("traceparent");
+    if (traceparent === null) return ROOT_CONTEXT;
+    const remote = readTraceparent(traceparent, () => headers.get("tracestate"));
     return remote === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remote);
   }
 }

@@ -11,19 +11,21 @@ const ZERO_SPAN_ID = "0".repeat(16);
  * fields on version 00. Parsed here because with only `@opentelemetry/api` installed the
  * global propagator is a no-op.
  */
-export function readTraceparent(traceparent: string | null, tracestate: string | null): SpanContext | undefined {
+export function readTraceparent(traceparent: string | null, tracestate: string | null | (() => string | null)): SpanContext | undefined {
   if (traceparent === null) return undefined;
   const match = TRACEPARENT.exec(traceparent.trim());
   if (match === null) return undefined;
   const [, version, traceId, spanId, flags, rest] = match as unknown as [string, string, string, string, string, string | undefined];
   if (version === "ff" || (version === "00" && rest !== undefined)) return undefined;
   if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
+  // Read only for a valid traceparent: the spec says to ignore tracestate otherwise.
+  const state = typeof tracestate === "function" ? tracestate() : tracestate;
   return {
     traceId,
     spanId,
     // Only the sampled bit is defined; other bits of a newer version are not ours to forward.
     traceFlags: Number.parseInt(flags, 16) & TraceFlags.SAMPLED,
     isRemote: true,
-    ...(tracestate === null || tracestate.trim() === "" ? {} : { traceState: createTraceState(tracestate) }),
+    ...(state === null || state.trim() === "" ? {} : { traceState: createTraceState(state) }),
   };
 }
