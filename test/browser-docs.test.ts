@@ -96,4 +96,15 @@ describe("the docs page in a real browser", () => {
     expect(failures).toEqual([]);
     expect(errors).toEqual([]);
   }, 90_000);
+
+  it("renders at the docs path with a trailing slash too (script and document resolve against the page)", async () => {
+    expect(context, "the first case launches the browser").toBeDefined();
+    const page = await context!.newPage();
+    const requests: string[] = [];
+    page.on("request", (request) => requests.push(new URL(request.url()).pathname));
+    expect((await page.goto(`${base}/docs/`))?.status()).toBe(200);
+    await expect.poll(() => page.getByText("List books", { exact: true }).first().isVisible(), { timeout: 30_000 }).toBe(true);
+    expect(requests).toEqual(expect.arrayContaining(["/docs/", "/docs/scalar.js", "/docs/openapi.json"]));
+    await page.close();
+  }, 60_000);
 });
