@@ -1,6 +1,6 @@
 // Crash handling as a process: backoff, the crash-loop breaker, and the event-loop watchdog.
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, get, killAll, readyWorkers, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { alive, get, killAll, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
 
 afterEach(() => killAll());
 
@@ -59,5 +59,33 @@ describe("supervisor: crashes", () => {
     expect(pids.size).toBe(2);
     process.kill(run.pid, "SIGTERM");
     expect(await run.exited).toEqual({ code: 0, signal: null });
+  });
+
+  it("kills a worker not ready within --ready-timeout and counts it as a crash", async () => {
+    const run = startSupervisor(["--workers", "1", "--ready-timeout", "1500", "--max-crashes", "2"], {
+      env: { SUPERVISOR_HANG_AT_BOOT: "1" },
+    });
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    const crashes = run.lines(/died unexpectedly/);
+    expect(crashes[0]).toMatch(/worker 1 \(pid \d+\) died unexpectedly \(signal SIGKILL, killed: not ready after 1500ms\) before it was ready: restarting in 100ms/);
+    expect(run.output()).toMatch(/crash loop: 2 worker crashes/);
+  });
+
+  it("SIGKILLs a worker still running at its budget + margin after SIGTERM, and exits 1", async () => {
+    const run = startSupervisor(["--workers", "2", "--kill-margin", "1000", "--watchdog-timeout", "0"], {
+      env: { SUPERVISOR_SHUTDOWN_TIMEOUT: "2000" },
+    });
+    await run.waitFor(/worker\(s\) ready in/);
+    const blocked = get(run.port, "/block?ms=60000").catch((error: Error) => error);
+    await sleep(300);
+    const signalled = performance.now();
+    process.kill(run.pid, "SIGTERM");
+    expect(await run.exited).toEqual({ code: 1, signal: null });
+    const elapsed = performance.now() - signalled;
+    expect(elapsed).toBeGreaterThan(2800);
+    expect(elapsed).toBeLessThan(8000);
+    expect(await blocked).toBeInstanceOf(Error);
+    expect(run.output()).toMatch(/worker \d \(pid \d+\): still running 3000ms after SIGTERM \(budget 2000ms \+ margin 1000ms\): sending SIGKILL/);
+    expect(run.output()).toMatch(/stopped in \d+ms with exit 1: worker \d \(pid \d+\) signal SIGKILL/);
   });
 });
