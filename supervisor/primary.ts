@@ -3,6 +3,7 @@ import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
+import { installClusterMetrics } from "./metrics.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { Watchdog } from "./watchdog.js";
@@ -62,6 +63,7 @@ export class Supervisor {
       },
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
+    installClusterMetrics(this);
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
