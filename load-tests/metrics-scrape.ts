@@ -30,10 +30,11 @@ async function waitUntilServing(): Promise<void> {
 }
 
 async function phase(scrape: boolean) {
-  let stop = false;
+  const state = { stop: false };
   const took: number[] = [];
   const scraper = (async () => {
-    while (scrape && !stop) {
+    if (!scrape) return;
+    while (!state.stop) {
       const started = performance.now();
       await (await fetch(`${url}/metrics`)).text();
       took.push(performance.now() - started);
@@ -43,7 +44,7 @@ async function phase(scrape: boolean) {
   const result = await new Promise<Result>((resolve, reject) => {
     autocannon({ url: `${url}/hello`, connections: 20, duration: Number(values.seconds) }, (error, done) => (error ? reject(error) : resolve(done)));
   });
-  stop = true;
+  state.stop = true;
   await scraper;
   const { p50, p90, p99, max } = result.latency;
   const scrapeMs = took.length === 0 ? "—" : (took.reduce((a, b) => a + b, 0) / took.length).toFixed(1);

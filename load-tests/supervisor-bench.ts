@@ -32,9 +32,9 @@ const median = (xs: number[]) => {
 };
 
 // Every supervisor started here is SIGKILLed with its workers (own process group) if this script ends early.
-const started = new Set<ChildProcess>();
+const spawned = new Set<ChildProcess>();
 process.on("exit", () => {
-  for (const child of started) {
+  for (const child of spawned) {
     try {
       if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
     } catch {
@@ -66,8 +66,8 @@ async function startCluster(workers: number): Promise<Cluster> {
   const fd = openSync(logFile, "w+");
   const child = spawn(process.execPath, ["dist/supervisor/cli.js", "start", "dist/examples/bookstore/main.js",
     "--workers", String(workers), "--port", String(port)], { cwd: BUILD, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"], detached: true });
-  started.add(child);
-  child.once("exit", () => started.delete(child));
+  spawned.add(child);
+  child.once("exit", () => spawned.delete(child));
   let text = "";
   let offset = 0;
   // Read the log file incrementally, keeping only the supervisor's lines: parsing every request

@@ -99,13 +99,13 @@ for (const variant of variants) {
 
 /** Nanoseconds per call of `body`, best of 5 runs of `count` calls. */
 function time(count: number, body: () => void): number {
-  let best = Number.POSITIVE_INFINITY;
-  for (let run = 0; run < 5; run++) {
+  let fastest = Number.POSITIVE_INFINITY;
+  for (let attempt = 0; attempt < 5; attempt++) {
     const started = process.hrtime.bigint();
     for (let i = 0; i < count; i++) body();
-    best = Math.min(best, Number(process.hrtime.bigint() - started) / count);
+    fastest = Math.min(fastest, Number(process.hrtime.bigint() - started) / count);
   }
-  return best;
+  return fastest;
 }
 
 async function captureEvent(init?: RequestInit): Promise<H3Event> {

@@ -233,7 +233,7 @@ export class App implements Router {
   async #listen(): Promise<void> {
     // Installed first: a signal during startup still drains and runs the hooks, never kills outright.
     const releaseSignals = handleSignals(this.#lifecycle);
-    let releaseWorker = () => {};
+    let releaseWorker: () => void = doNothing;
     try {
       await Promise.all(this.#startup);
       // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
@@ -329,3 +329,4 @@ export class App implements Router {
 }
 
 const noopSpan = noopTracer.startSpan("noop");
+const doNothing = (): void => {};
