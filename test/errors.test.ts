@@ -268,9 +268,9 @@ describe("failures outside handlers", () => {
   });
 });
 
-/** The catalogue table of the README (README.md once merged, else docs/readme/core.md). */
+/** The error-code catalogue table of README.md. */
 function readCatalogueTable(): { source: string; rows: Map<string, { status: number; message: string }> } {
-  const candidates = ["../README.md", "../docs/readme/core.md"].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+  const candidates = ["../README.md"].map((p) => fileURLToPath(new URL(p, import.meta.url)));
   const header = /^\|\s*code\s*\|\s*status\s*\|\s*message\s*\|\s*$/i;
   for (const source of candidates) {
     if (!existsSync(source)) continue;
@@ -287,7 +287,7 @@ function readCatalogueTable(): { source: string; rows: Map<string, { status: num
     }
     return { source, rows };
   }
-  throw new Error("no `| code | status | message |` table in README.md or docs/readme/core.md");
+  throw new Error("no `| code | status | message |` table in README.md");
 }
 
 describe("ERROR_CODES and the README table", () => {
