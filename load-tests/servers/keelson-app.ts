@@ -2,14 +2,23 @@
 import * as fs from "node:fs";
 import { z } from "zod";
 import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
+import { definePrometheus } from "../../src/metrics/index.js";
+import { otelTracer } from "../../src/tracing/index.js";
 import { announceReady, HOST, logFile, port, waitUntilAccepting } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
 
+/**
+ * The full stack a production keelson service runs: JSON request logs to a file (like
+ * fastify-logger), CORS (on by default), the error handler, the Prometheus collector with its
+ * default process metrics and GET /metrics, and the OpenTelemetry tracer adapter. The adapter
+ * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK).
+ */
 export function buildApp(): App {
-  // JSON request logs to a file, like fastify-logger: production setup, not a silenced one.
   const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
   const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
+  app.use(definePrometheus());
+  app.setTracer(otelTracer());
   app.registerController({
     routes: () => [
       get("/hello", () => ({ hello: "world" })),

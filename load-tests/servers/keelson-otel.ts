@@ -8,7 +8,6 @@ import {
   type ReadableSpan,
   type SpanExporter,
 } from "@opentelemetry/sdk-trace-base";
-import { otelTracer } from "../../src/tracing/index.js";
 import { buildApp, startApp } from "./keelson-app.js";
 
 type ExportCallback = Parameters<SpanExporter["export"]>[1];
@@ -25,6 +24,5 @@ const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcess
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(provider);
 
-const app = buildApp();
-app.setTracer(otelTracer(trace.getTracer("keelson-bench")));
-await startApp(app);
+// buildApp()'s otelTracer() follows the global provider: registered above, so every request gets a span.
+await startApp(buildApp());

@@ -1,0 +1,135 @@
+// Instructions per request, counted by valgrind (callgrind), for every target and scenario of
+// the benchmark. Wall-clock and CPU-time figures on a shared VM move 30-50 % between rounds;
+// an instruction count is the same within a few percent from run to run, whatever else the
+// machine is doing, so it ranks code paths that the CPU-second figure cannot separate.
+//
+//   node --import tsx load-tests/instructions.ts [--targets h3,keelson] [--requests 8000] [--warmup 20000]
+//
+// Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
+// (all routes, enough for V8 to optimise the hot path) run uninstrumented; then, per scenario,
+// counting is switched on, a quarter of `--requests` of that scenario runs uncounted, then
+// exactly `--requests` requests are counted. What is counted:
+// user-space instructions of every thread of the server (JavaScript, V8, GC, libuv, the log
+// writer's thread pool); not the kernel (the syscalls per request are the same for every
+// target: one writev per response, see BENCHMARKS.md), not cache misses.
+import { execFileSync, spawn } from "node:child_process";
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import autocannon from "autocannon";
+import { ALL_TARGETS, SCENARIOS } from "./lib/args.js";
+import { buildServers } from "./lib/build.js";
+import { killAll, track } from "./lib/children.js";
+import { freePort } from "./lib/server.js";
+import type { Scenario } from "./lib/types.js";
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const { values } = parseArgs({
+  options: {
+    targets: { type: "string", default: ALL_TARGETS.join(",") },
+    requests: { type: "string", default: "8000" },
+    warmup: { type: "string", default: "20000" },
+  },
+});
+const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
+const requests = Number(values.requests);
+const warmup = Number(values.warmup);
+if (targets.some((t) => !ALL_TARGETS.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
+  console.error(`usage: node --import tsx load-tests/instructions.ts [--targets ${ALL_TARGETS.join(",")}] [--requests N] [--warmup N]`);
+  process.exit(2);
+}
+try {
+  execFileSync("valgrind", ["--version"], { stdio: "ignore" });
+} catch {
+  console.error("valgrind is not installed: apt-get install valgrind");
+  process.exit(1);
+}
+
+const build = buildServers(ROOT);
+const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-ir-"));
+process.on("exit", () => {
+  killAll();
+  build.remove();
+  fs.rmSync(logDir, { recursive: true, force: true });
+});
+
+/** Sends exactly `amount` requests of `scenarios` (round-robin); fails on any error or non-2xx. */
+function fire(origin: string, scenarios: readonly Scenario[], amount: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    autocannon({
+      url: origin, connections: 10, pipelining: 10, amount, timeout: 120,
+      requests: scenarios.map((s) => ({
+        method: s.method, path: s.path, ...(s.body === undefined ? {} : { body: s.body, headers: { "content-type": "application/json" } }),
+      })),
+    }, (error, result) => {
+      if (error) reject(error);
+      else if (result.errors > 0 || result.non2xx > 0) reject(new Error(`${result.errors} errors, ${result.non2xx} non-2xx`));
+      else resolve(result.requests.total);
+    });
+  });
+}
+
+/** Callgrind's own summary of the instructions counted so far (it resets on each dump). */
+function dumpInstructions(pid: number, outFile: string): number {
+  execFileSync("callgrind_control", ["--dump", String(pid)], { stdio: "ignore" });
+  const dumps = fs.readdirSync(path.dirname(outFile)).filter((f) => f.startsWith(path.basename(outFile) + "."));
+  const latest = dumps.map((f) => path.join(path.dirname(outFile), f)).toSorted((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
+  const summary = latest && /^summary:\s*(\d+)/m.exec(fs.readFileSync(latest, "utf8"));
+  if (!summary) throw new Error(`no callgrind summary in ${latest ?? "(no dump)"}`);
+  for (const f of dumps) fs.rmSync(path.join(path.dirname(outFile), f), { force: true });
+  return Number(summary[1]);
+}
+
+async function measure(target: string): Promise<Map<string, number>> {
+  const port = await freePort();
+  const outFile = path.join(logDir, `callgrind-${target}.out`);
+  const child = spawn("valgrind", ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`, process.execPath, build.entry(target)], {
+    cwd: build.dir, stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, PORT: String(port), NODE_ENV: "production", BENCH_LOG_DIR: logDir },
+  });
+  track(child);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${target} did not start under valgrind within 120 s`)), 120_000);
+    child.stdout.on("data", (chunk: Buffer) => {
+      if (chunk.toString().includes("READY")) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.once("exit", (code) => reject(new Error(`${target} exited with ${code} before READY`)));
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  const pid = child.pid!;
+  await fire(origin, SCENARIOS, warmup);
+  execFileSync("callgrind_control", ["--instr=on", String(pid)], { stdio: "ignore" });
+  const perRequest = new Map<string, number>();
+  for (const scenario of SCENARIOS) {
+    // A short run of this scenario alone, then a dump that discards it: the counted window starts
+    // in a steady state (no garbage or half-optimised code left over from the previous scenario).
+    await fire(origin, [scenario], Math.max(1000, Math.round(requests / 4)));
+    dumpInstructions(pid, outFile);
+    const sent = await fire(origin, [scenario], requests);
+    perRequest.set(scenario.name, dumpInstructions(pid, outFile) / sent);
+  }
+  child.kill("SIGKILL");
+  return perRequest;
+}
+
+console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, node ${process.version}`);
+const results = new Map<string, Map<string, number>>();
+for (const target of targets) {
+  const started = Date.now();
+  results.set(target, await measure(target));
+  console.log(`  ${target.padEnd(15)} ${SCENARIOS.map((s) => `${s.name} ${Math.round(results.get(target)!.get(s.name)!)}`).join(" | ")}  (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+}
+const h3 = results.get("h3");
+console.log(`\n| target | ${SCENARIOS.map((s) => `${s.name} instr/req`).join(" | ")} |${h3 ? ` ${SCENARIOS.map((s) => `${s.name} h3 ÷ target`).join(" | ")} |` : ""}`);
+console.log(`| --- | ${SCENARIOS.map(() => "---").join(" | ")} |${h3 ? ` ${SCENARIOS.map(() => "---").join(" | ")} |` : ""}`);
+for (const [target, row] of results) {
+  const counts = SCENARIOS.map((s) => Math.round(row.get(s.name)!).toLocaleString("en-US"));
+  const ratios = h3 ? SCENARIOS.map((s) => (h3.get(s.name)! / row.get(s.name)!).toFixed(2)) : [];
+  console.log(`| ${target} | ${counts.join(" | ")} |${h3 ? ` ${ratios.join(" | ")} |` : ""}`);
+}
+if (h3) console.log("\nh3 ÷ target: above 1 means fewer instructions per request than bare h3 (the same direction as the req/CPU-s ratio).");
