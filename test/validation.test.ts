@@ -1,4 +1,5 @@
 import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, del, get, post, put, type KConfig } from "../src/index.js";
@@ -235,6 +236,44 @@ describe("oversized chunked bodies (real socket)", () => {
   it("reads a chunked body under the limit", async () => {
     const res = await sendChunked(`${server.url}/echo`, 1, 100);
     expect(res).toEqual({ status: 200, body: JSON.stringify({ length: 100 }) });
+  });
+});
+
+/** Sends a head announcing `declared` body bytes, then only `partial`, then closes: a client that gave up mid-body. */
+function sendTruncated(port: number, declared: number, partial: string, mode: "half-close" | "destroy"): Promise<void> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.write(`POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${declared}\r\n\r\n${partial}`);
+      // Give the server time to start reading the body before the client goes away.
+      setTimeout(() => (mode === "half-close" ? socket.end() : socket.destroy()), 50);
+    });
+    socket.on("data", () => {});
+    socket.on("error", () => {});
+    socket.on("close", () => resolve());
+  });
+}
+
+describe("a client that closes mid-body (real socket)", () => {
+  it.each(["half-close", "destroy"] as const)("%s: a 400 warn line, no ERROR line and no 5xx observation", async (mode) => {
+    const logs = captureLogs("json");
+    const statuses: number[] = [];
+    const app = new App({ port: 0, logger: logs.logger });
+    app.setMetricsCollector({ observeRequest: (_method, _route, status) => void statuses.push(status) });
+    app.route(post("/echo", (ctx) => ctx.body));
+    const server = await listenOn(app);
+    try {
+      await sendTruncated(server.port, 100, '{"title":"Du', mode);
+      const deadline = Date.now() + 5000;
+      while (statuses.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      expect(statuses).toEqual([400]);
+      const entries = logs.entries();
+      expect(entries.filter((entry) => entry.level === "error")).toEqual([]);
+      expect(entries.find((entry) => entry.path === "/echo")).toMatchObject({ level: "warn", method: "POST", status: 400 });
+      const ok = await server.fetch("/echo", { method: "POST", headers: JSON_HEADERS, body: "[1]" });
+      expect(await ok.json()).toEqual([1]);
+    } finally {
+      await server.stop();
+    }
   });
 });
 

@@ -37,6 +37,15 @@ function tooLarge(limit: number) {
 }
 
 /**
+ * The client stopped sending before the body was complete (it closed or reset the connection).
+ * Its fault, not the server's: a 400, logged as a warn request line, never a 500 with a stack
+ * trace and a 5xx observation that any client could trigger at will. Nobody reads the answer.
+ */
+function bodyIncomplete(cause: unknown) {
+  return createError("BAD_REQUEST", "Request body was not fully received: the client closed the connection", cause);
+}
+
+/**
  * Reads a Node request stream straight into one Buffer. Going through the web `Request`
  * (srvx's NodeRequest → ReadableStream, plus h3's size-limiting TransformStream) cost about
  * 4x the whole request on a small POST; this stays on Node streams and stops at the limit.
@@ -68,7 +77,7 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
     };
     const onError = (error: Error) => {
       cleanup();
-      reject(error);
+      reject(bodyIncomplete(error));
     };
     const onAborted = () => onError(new Error("request aborted"));
     req.on("data", onData);
@@ -84,7 +93,12 @@ async function readText(event: H3Event, limit: number): Promise<string> {
     return readNodeBody(nodeReq, limit);
   }
   assertBodySize(event, limit);
-  return event.req.text();
+  try {
+    return await event.req.text();
+  } catch (error) {
+    // The web-stream path reports a client that went away as an AbortError.
+    throw (error as Error)?.name === "AbortError" ? bodyIncomplete(error) : error;
+  }
 }
 
 /**
