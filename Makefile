@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build lint typecheck test run bench docker clean
+.PHONY: install build lint typecheck test run bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -33,6 +33,16 @@ run: build
 
 bench: build
 	node --import tsx load-tests/bench.ts
+
+# Load-test scenarios (signals under load, scraping, random paths, malformed requests), each ending in
+# a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.
+scenarios: build
+	node --import tsx load-tests/scenarios.ts $(if $(ONLY),--only $(ONLY)) $(if $(LOAD_SECONDS),--seconds $(LOAD_SECONDS))
+
+# Instructions per request under valgrind (callgrind): a noise-free complement to `make bench`
+# on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).
+bench-instructions: build
+	node --import tsx load-tests/instructions.ts
 
 # The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.
 # Needs a Docker engine; without one it says so and fails, so CI never mistakes "skipped" for "built".

@@ -1,64 +1,36 @@
 // Does scraping /metrics move request latency? The supervisor runs 2 workers of
 // test/fixtures/metrics-cluster-app.ts; autocannon loads GET /hello in phases that alternate
 // between no scraping and a scrape every --interval ms (default 250, 60x Prometheus' default).
+// The logic lives in scenarios/metrics-scrape.ts (the `metrics-scrape` scenario of scenarios.ts,
+// which adds a verdict); this prints the phase table only.
 //
-//   node --import tsx load-tests/metrics-scrape.ts [--pairs 4] [--seconds 5] [--interval 250]
-import { spawn } from "node:child_process";
+//   node --import tsx load-tests/metrics-scrape.ts [--pairs 4] [--seconds 5] [--interval 250] [--connections 20]
+import * as os from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import autocannon, { type Result } from "autocannon";
+import { killAll } from "./lib/children.js";
+import { LoadClient } from "./lib/load-client.js";
+import { choosePinning } from "./lib/machine.js";
+import { measureScrapeImpact, PHASE_HEADERS, phaseRow } from "./scenarios/metrics-scrape.js";
 
 const { values } = parseArgs({ options: {
   pairs: { type: "string", default: "4" }, seconds: { type: "string", default: "5" }, interval: { type: "string", default: "250" },
+  connections: { type: "string", default: "20" },
 } });
+const [pairs, seconds, intervalMs, connections] = [values.pairs, values.seconds, values.interval, values.connections].map(Number) as [number, number, number, number];
+if (![pairs, seconds, intervalMs, connections].every((n) => Number.isInteger(n) && n > 0)) {
+  console.error("usage: node --import tsx load-tests/metrics-scrape.ts [--pairs N] [--seconds N] [--interval MS] [--connections N]");
+  process.exit(2);
+}
+
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const port = 20_000 + Math.floor(Math.random() * 40_000);
-const url = `http://127.0.0.1:${port}`;
-const supervisor = spawn(process.execPath, ["--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
-  "--workers", "2", "--port", String(port)], { cwd: ROOT, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", "ignore", "inherit"] });
-
-async function waitUntilServing(): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      if ((await fetch(`${url}/hello`)).ok) return;
-    } catch {
-      if (Date.now() > deadline) throw new Error("the supervisor did not start");
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
-async function phase(scrape: boolean) {
-  const state = { stop: false };
-  const took: number[] = [];
-  const scraper = (async () => {
-    if (!scrape) return;
-    while (!state.stop) {
-      const started = performance.now();
-      await (await fetch(`${url}/metrics`)).text();
-      took.push(performance.now() - started);
-      await new Promise((resolve) => setTimeout(resolve, Number(values.interval)));
-    }
-  })();
-  const result = await new Promise<Result>((resolve, reject) => {
-    autocannon({ url: `${url}/hello`, connections: 20, duration: Number(values.seconds) }, (error, done) => (error ? reject(error) : resolve(done)));
-  });
-  state.stop = true;
-  await scraper;
-  const { p50, p90, p99, max } = result.latency;
-  const scrapeMs = took.length === 0 ? "—" : (took.reduce((a, b) => a + b, 0) / took.length).toFixed(1);
-  return `| ${scrape ? `scrape / ${values.interval} ms` : "no scrape"} | ${Math.round(result.requests.average)} | ${p50} | ${p90} | ${p99} | ${max} | ${took.length} | ${scrapeMs} |`;
-}
-
-try {
-  await waitUntilServing();
-  await phase(false);
-  console.log("| phase | req/s | p50 | p90 | p99 | max | scrapes | mean scrape ms |\n| --- | --- | --- | --- | --- | --- | --- | --- |");
-  for (let pair = 0; pair < Number(values.pairs); pair++) {
-    console.log(await phase(false));
-    console.log(await phase(true));
-  }
-} finally {
-  supervisor.kill("SIGTERM");
-}
+process.on("exit", killAll);
+const pinning = choosePinning();
+const client = new LoadClient(pinning.load, ROOT);
+console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model ?? "?"}, node ${process.version}; ${pinning.note}`);
+console.log(`| ${PHASE_HEADERS.join(" | ")} |\n| ${PHASE_HEADERS.map(() => "---").join(" | ")} |`);
+await measureScrapeImpact({ root: ROOT, pinning, client, pairs, seconds, intervalMs, connections }, (phase) => {
+  console.log(`| ${phaseRow(phase, intervalMs).join(" | ")} |`);
+});
+client.close();
+process.exit(0);

@@ -33,11 +33,15 @@ export class LoadClient {
     });
   }
 
-  run(job: LoadJob): Promise<LoadResult> {
+  /** Runs one job; aborting `signal` ends the load early (the result covers the time it ran). */
+  run(job: LoadJob, signal?: AbortSignal): Promise<LoadResult> {
     const id = this.nextId++;
     // Bounded: the run itself, the CPU probes, plus generous slack for a slow start.
     const timeoutMs = (job.durationSec + 30) * 1_000;
-    return new Promise((resolve, reject) => {
+    const stop = (): void => {
+      if (this.child.connected) this.child.send({ id, stop: true });
+    };
+    return new Promise<LoadResult>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pending.delete(id);
         reject(new Error(`load run timed out after ${timeoutMs} ms`));
@@ -46,7 +50,8 @@ export class LoadClient {
       this.child.send({ id, job }, (error) => {
         if (error) this.settle({ id, ok: false, error: error.message });
       });
-    });
+      signal?.addEventListener("abort", stop, { once: true });
+    }).finally(() => signal?.removeEventListener("abort", stop));
   }
 
   close(): void {

@@ -63,3 +63,34 @@ export function readRssMb(pid: number): number | null {
     return null;
   }
 }
+
+/**
+ * TCP connections in state ESTABLISHED that process `pid` holds with local port `port`: the
+ * sockets among its file descriptors, looked up in /proc/net/tcp and tcp6 (Linux only; 0 elsewhere).
+ */
+export function establishedConnections(pid: number, port: number): number {
+  try {
+    const inodes = new Set<string>();
+    for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
+      try {
+        const match = /^socket:\[(\d+)\]$/.exec(fs.readlinkSync(`/proc/${pid}/fd/${fd}`));
+        if (match?.[1]) inodes.add(match[1]);
+      } catch {
+        // Closed while we looked.
+      }
+    }
+    let count = 0;
+    for (const table of ["/proc/net/tcp", "/proc/net/tcp6"]) {
+      const lines = fs.existsSync(table) ? fs.readFileSync(table, "utf8").split("\n").slice(1) : [];
+      for (const line of lines) {
+        // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
+        const fields = line.trim().split(/\s+/);
+        const localPort = Number.parseInt(fields[1]?.split(":")[1] ?? "", 16);
+        if (localPort === port && fields[3] === "01" && inodes.has(fields[9] ?? "")) count++;
+      }
+    }
+    return count;
+  } catch {
+    return 0;
+  }
+}

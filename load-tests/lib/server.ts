@@ -22,6 +22,10 @@ export interface ServerHandle {
   alive(): boolean;
   output(): string;
   stop(): Promise<void>;
+  /** Sends a signal to the server process (e.g. SIGTERM, to time a shutdown). */
+  kill(signal: NodeJS.Signals): void;
+  /** Settles when the process exits, with its exit code or signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
 /** Ask the kernel for a free loopback port; the tiny reuse race is acceptable here. */
@@ -77,6 +81,8 @@ export function stopChild(child: ChildProcess): Promise<void> {
 export async function startServer(spec: LaunchSpec, timeoutMs = 15_000): Promise<ServerHandle> {
   const port = await freePort();
   const { child, output } = launch(spec, port);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })));
   await new Promise<void>((resolve, reject) => {
     let stdout = "";
     const settle = (): void => {
@@ -111,6 +117,8 @@ export async function startServer(spec: LaunchSpec, timeoutMs = 15_000): Promise
     alive: () => isAlive(child),
     output,
     stop: () => stopChild(child),
+    kill: (signal) => child.kill(signal),
+    exited,
   };
 }
 

@@ -25,7 +25,9 @@ export interface LoadResult {
   requests: number;
   reqPerSec: number;
   p50Ms: number;
+  p90Ms: number;
   p99Ms: number;
+  maxMs: number;
   non2xx: number;
   errors: number;
   timeouts: number;
@@ -33,9 +35,14 @@ export interface LoadResult {
   cpuSec: number | null;
   /** Length of the measured window as autocannon timed it. */
   durationSec: number;
+  /** Requests autocannon wrote (answered, lost, or still in flight when the run stopped). */
+  sent: number;
+  /** `errors` by cause: the socket error code (ECONNRESET, ECONNREFUSED, …) or `timeout`. */
+  errorCodes: Record<string, number>;
 }
 
-export type LoaderRequest = { id: number; job: LoadJob };
+/** A job to run, or a request to end the running job `id` early (it still replies with its result). */
+export type LoaderRequest = { id: number; job: LoadJob } | { id: number; stop: true };
 export type LoaderReply =
   | { id: number; ok: true; result: LoadResult }
   | { id: number; ok: false; error: string };
