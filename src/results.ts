@@ -1,10 +1,39 @@
 import { HTTPResponse } from "h3";
 
-const JSON_HEADERS = { "content-type": "application/json;charset=UTF-8" } as const;
+const JSON_TYPE = "application/json;charset=UTF-8";
+
+/** Headers that refuse changes: one instance is shared by every plain JSON response. */
+class FrozenHeaders extends Headers {
+  override set(name: string): never {
+    throw new TypeError(`the headers of a json()/created() response are shared and frozen (set ${name}); pass extra headers to json()`);
+  }
+  override append(name: string): never {
+    throw new TypeError(`the headers of a json()/created() response are shared and frozen (append ${name}); pass extra headers to json()`);
+  }
+  override delete(name: string): never {
+    throw new TypeError(`the headers of a json()/created() response are shared and frozen (delete ${name}); pass extra headers to json()`);
+  }
+}
+
+const SHARED_JSON_HEADERS: Headers = new FrozenHeaders({ "content-type": JSON_TYPE });
+
+/**
+ * h3 builds a new Headers from an HTTPResponse's init on every response (about 1 µs); a JSON
+ * response without extra headers shares one frozen instance instead, as h3 does for the values
+ * it serializes itself.
+ */
+class JSONResponse extends HTTPResponse {
+  override get headers(): Headers {
+    return SHARED_JSON_HEADERS;
+  }
+}
 
 /** A JSON response with any status and extra headers. */
 export function json(value: unknown, status = 200, headers?: Record<string, string>): HTTPResponse {
-  return new HTTPResponse(JSON.stringify(value), { status, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS });
+  const body = JSON.stringify(value);
+  return headers === undefined
+    ? new JSONResponse(body, { status })
+    : new HTTPResponse(body, { status, headers: { "content-type": JSON_TYPE, ...headers } });
 }
 
 /** 201 Created with the created value as JSON, and a Location header when given. */

@@ -165,6 +165,18 @@ describeBoth(
       expect(await res.json()).toEqual({ patched: "b3" });
     });
 
+    it("shares one frozen Headers between plain json()/created() responses; extra headers get their own", () => {
+      const a = created({ id: 1 });
+      expect(a.headers).toBe(json({ id: 2 }).headers);
+      expect(a.headers.get("content-type")).toBe("application/json;charset=UTF-8");
+      expect(() => a.headers.set("x-one", "1")).toThrow(/shared and frozen/);
+      expect(() => a.headers.append("x-one", "1")).toThrow(/shared and frozen/);
+      expect(() => a.headers.delete("content-type")).toThrow(/shared and frozen/);
+      const b = created({ id: 3 }, "/books/3");
+      b.headers.set("x-two", "2");
+      expect([b.headers.get("location"), b.headers.get("x-two"), b.headers.get("content-type")]).toEqual(["/books/3", "2", "application/json;charset=UTF-8"]);
+    });
+
     it("answers 204 with no body for undefined and for noContent()", async () => {
       for (const [method, path] of [["DELETE", "/books/b1"], ["POST", "/explicit-204"]] as const) {
         const res = await t().fetch(path, { method });

@@ -43,6 +43,7 @@ function buildApp(base: KConfig): App {
   app.route(get("/search-id", { query: QueryWithId }, (ctx) => ctx.query));
   app.route(get("/items/:id/:slot", { params: z.object({ id: z.number().int().positive(), slot: z.enum(["a", "b"]) }) }, (ctx) => ctx.params));
   app.route(post("/signup", { body: Signup }, (ctx) => ctx.body));
+  app.route(post("/shelves/:user", { params: Signup, body: Book }, (ctx) => ({ user: ctx.params.user, title: ctx.body.title })));
   app.route(put("/deep", { body: z.array(z.unknown()) }, (ctx) => ({ length: ctx.body.length })));
   app.route(put("/strings", { body: z.array(z.string()) }, (ctx) => ({ length: ctx.body.length })));
   app.route(del("/things/:id", (ctx) => ({ deleted: ctx.params.id })));
@@ -144,6 +145,18 @@ describeBoth("validation", buildApp, (t) => {
     expect(await postJSON("/signup", JSON.stringify({ user: "root" }))).toMatchObject({
       status: 422, body: { errors: [{ path: "body.user", message: "already taken" }] },
     });
+  });
+
+  it("awaits an async params schema together with the body: whichever fails first answers, no rejection is left unhandled", async () => {
+    const book = JSON.stringify({ title: "Emma", author: { name: "Jane" } });
+    expect(await postJSON("/shelves/ada", book)).toEqual({ status: 200, body: { user: "ada", title: "Emma" } });
+    expect(await postJSON("/shelves/root", book)).toMatchObject({ status: 422, body: { errors: [{ path: "params.user" }] } });
+    expect(await postJSON("/shelves/ada", "{}")).toMatchObject({ status: 422, body: { errors: [{ path: "body.title" }, { path: "body.author" }] } });
+    // The body fails at once, the params 5 ms later: the later rejection is observed, not unhandled
+    // (vitest fails the run on an unhandled rejection).
+    expect((await postJSON("/shelves/root", book, { "content-type": "text/plain" })).status).toBe(415);
+    expect((await postJSON("/shelves/root", "{oops")).status).toBe(400);
+    await new Promise((resolve) => setTimeout(resolve, 20));
   });
 
   it("rejects 100k levels of [[[…]]] with a 4xx, with and without a schema", async () => {
@@ -272,6 +285,34 @@ describe("a client that closes mid-body (real socket)", () => {
       const ok = await server.fetch("/echo", { method: "POST", headers: JSON_HEADERS, body: "[1]" });
       expect(await ok.json()).toEqual([1]);
     } finally {
+      await server.stop();
+    }
+  });
+});
+
+describe("invalid path parameters (real socket)", () => {
+  it("are answered with a 422 before the body has arrived, and the connection stays usable", async () => {
+    const app = new App({ port: 0, logger: captureLogs("json").logger });
+    app.route(post("/items/:id", { params: z.object({ id: z.number().int().positive() }), body: z.object({ n: z.number() }) }, (ctx) => ctx.params));
+    const server = await listenOn(app);
+    const socket = connect(server.port, "127.0.0.1");
+    try {
+      // Content-Length promises 13 bytes; only 1 is sent until the answer is in.
+      socket.write("POST /items/-3 HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 13\r\n\r\n{");
+      const head = await new Promise<string>((resolve, reject) => {
+        let data = "";
+        socket.on("data", (chunk: Buffer) => {
+          data += chunk.toString("latin1");
+          if (data.includes("\r\n\r\n")) resolve(data);
+        });
+        socket.on("error", reject);
+        setTimeout(() => reject(new Error(`no answer before the body was complete; got ${JSON.stringify(data)}`)), 5000);
+      });
+      expect(head).toMatch(/^HTTP\/1\.1 422 /);
+      const ok = await server.fetch("/items/7", { method: "POST", headers: JSON_HEADERS, body: '{"n":1}' });
+      expect(await ok.json()).toEqual({ id: 7 });
+    } finally {
+      socket.destroy();
       await server.stop();
     }
   });

@@ -4,7 +4,7 @@ import { z } from "zod";
 import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
 import { definePrometheus } from "../../src/metrics/index.js";
 import { otelTracer } from "../../src/tracing/index.js";
-import { announceReady, HOST, logFile, port, waitUntilAccepting } from "./common.js";
+import { announceReady, book, createdBook, HOST, logFile, port, waitUntilAccepting } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
 
@@ -22,8 +22,8 @@ export function buildApp(): App {
   app.registerController({
     routes: () => [
       get("/hello", () => ({ hello: "world" })),
-      get("/books/:id", (ctx) => ({ id: ctx.params.id, title: `Book ${ctx.params.id}`, author: "Anonymous" })),
-      post("/books", { body: BookSchema }, (ctx) => created({ ...ctx.body, id: "1" })),
+      get("/books/:id", (ctx) => book(ctx.params.id)),
+      post("/books", { body: BookSchema }, (ctx) => created(createdBook(ctx.body))),
       get("/__cpu", () => process.cpuUsage()),
     ],
   });

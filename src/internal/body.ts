@@ -87,28 +87,32 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
-async function readText(event: H3Event, limit: number): Promise<string> {
+function readText(event: H3Event, limit: number): Promise<string> {
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
   if (nodeReq && !nodeReq.readableEnded && nodeReq.readableLength === 0 && !nodeReq.readableFlowing) {
     return readNodeBody(nodeReq, limit);
   }
   assertBodySize(event, limit);
-  try {
-    return await event.req.text();
-  } catch (error) {
-    // The web-stream path reports a client that went away as an AbortError.
+  // The web-stream path reports a client that went away as an AbortError.
+  return event.req.text().catch((error: unknown) => {
     throw (error as Error)?.name === "AbortError" ? bodyIncomplete(error) : error;
+  });
+}
+
+function parseJSON(text: string): unknown {
+  if (text.length === 0) return undefined;
+  if (exceedsDepth(text, MAX_JSON_DEPTH)) {
+    throw createError("INVALID_JSON", `JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw createError("INVALID_JSON");
   }
 }
 
-/**
- * Reads and parses a JSON request body under `limit` bytes. Empty body → undefined.
- * 413 over the limit (by Content-Length up front, or while streaming a chunked body),
- * 415 for a body that says it is not JSON, 400 for malformed JSON or JSON nested deeper than
- * MAX_JSON_DEPTH. A body without a Content-Type is parsed as JSON: clients such as curl forget
- * it more often than not.
- */
-export async function readJSONBody(event: H3Event, limit: number): Promise<unknown> {
+/** The body's text, or undefined when there is none; throws for what headers alone rule out. */
+function startReading(event: H3Event, limit: number): Promise<string> | undefined {
   const headers = event.req.headers;
   const length = headers.get("content-length");
   if (length === "0") return undefined;
@@ -123,14 +127,21 @@ export async function readJSONBody(event: H3Event, limit: number): Promise<unkno
   if (type !== null && !JSON_TYPE.test(type)) {
     throw createError("UNSUPPORTED_MEDIA_TYPE", "Request body must be application/json");
   }
-  const text = await readText(event, limit);
-  if (text.length === 0) return undefined;
-  if (exceedsDepth(text, MAX_JSON_DEPTH)) {
-    throw createError("INVALID_JSON", `JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`);
-  }
+  return readText(event, limit);
+}
+
+/**
+ * Reads and parses a JSON request body under `limit` bytes. Empty body → undefined.
+ * 413 over the limit (by Content-Length up front, or while streaming a chunked body),
+ * 415 for a body that says it is not JSON, 400 for malformed JSON or JSON nested deeper than
+ * MAX_JSON_DEPTH. A body without a Content-Type is parsed as JSON: clients such as curl forget
+ * it more often than not. Never throws: every failure is a rejection.
+ */
+export function readJSONBody(event: H3Event, limit: number): Promise<unknown> {
   try {
-    return JSON.parse(text);
-  } catch {
-    throw createError("INVALID_JSON");
+    const text = startReading(event, limit);
+    return text === undefined ? Promise.resolve(undefined) : text.then(parseJSON);
+  } catch (error) {
+    return Promise.reject(error);
   }
 }

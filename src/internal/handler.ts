@@ -23,10 +23,10 @@ function readParams(event: H3Event): Record<string, string> {
   return event.context.params ? getRouterParams(event, { decode: true }) : (EMPTY_PARAMS as Record<string, string>);
 }
 
-async function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Coercer | undefined, raw: unknown): Promise<unknown> {
+/** The validated value of one input part (a promise only for async schemas); `raw` without a schema. */
+function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Coercer | undefined, raw: unknown): unknown {
   if (!schema) return raw;
-  const input = coerce ? coerce(raw as Record<string, string | string[]>) : raw;
-  return validateInput(part, schema, input);
+  return validateInput(part, schema, coerce ? coerce(raw as Record<string, string | string[]>) : raw);
 }
 
 /**
@@ -47,12 +47,23 @@ export function compileRoute(route: Route, services: ContextServices, bodyLimit:
     };
   }
 
-  return async function keelsonValidatedRoute(event) {
-    const [params, query, body] = await Promise.all([
-      check("params", paramsSchema, coerceParams, readParams(event)),
-      querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined,
-      readsBody ? readJSONBody(event, bodyLimit).then((raw) => check("body", bodySchema, undefined, raw)) : undefined,
-    ]);
-    return settle(handler(new HandlerContext(event, services, params, query, body)));
+  const run = (event: H3Event, params: unknown, query: unknown, body: unknown) =>
+    settle(handler(new HandlerContext(event, services, params, query, body)));
+
+  // Params and query are checked before the body is read: a bad path or query string is
+  // answered without waiting for the body, and the usual POST takes one promise, not five.
+  return function keelsonValidatedRoute(event) {
+    const params = check("params", paramsSchema, coerceParams, readParams(event));
+    const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
+    if (params instanceof Promise || query instanceof Promise) {
+      // Async schemas: every part is awaited together, so no rejection is left unobserved.
+      const body = readsBody ? readJSONBody(event, bodyLimit).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
+      return Promise.all([params, query, body]).then(([p, q, b]) => run(event, p, q, b));
+    }
+    if (!readsBody) return run(event, params, query, undefined);
+    return readJSONBody(event, bodyLimit).then((raw) => {
+      const body = check("body", bodySchema, undefined, raw);
+      return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
+    });
   };
 }
