@@ -113,6 +113,10 @@ describeBoth(
     const app = new App(base);
     app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id, query: ctx.query })));
     app.route(post("/books", (ctx) => created({ id: "b9", ...(ctx.body as object) }, "/books/b9")));
+    app.route(post("/tagged", (ctx) => {
+      ctx.event.res.headers.set("x-tag", "t1");
+      return created({ tagged: true });
+    }));
     app.route(put("/books/:id", (ctx) => ({ replaced: ctx.params.id, body: ctx.body })));
     app.route(patch("/books/:id", (ctx) => json({ patched: ctx.params.id }, 202, { "x-patched": "yes" })));
     app.route(del("/books/:id", () => undefined));
@@ -175,6 +179,12 @@ describeBoth(
       const b = created({ id: 3 }, "/books/3");
       b.headers.set("x-two", "2");
       expect([b.headers.get("location"), b.headers.get("x-two"), b.headers.get("content-type")]).toEqual(["/books/3", "2", "application/json;charset=UTF-8"]);
+    });
+
+    it("adds headers set on ctx.event.res.headers to a created() response", async () => {
+      const res = await t().fetch("/tagged", { method: "POST" });
+      expect([res.status, res.headers.get("x-tag"), res.headers.get("content-type")]).toEqual([201, "t1", "application/json;charset=UTF-8"]);
+      expect(await res.json()).toEqual({ tagged: true });
     });
 
     it("answers 204 with no body for undefined and for noContent()", async () => {
