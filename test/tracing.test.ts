@@ -6,7 +6,10 @@ import {
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, get, internal, notFound, post, serviceUnavailable } from "../src/index.js";
+import { request as httpRequest } from "node:http";
+import { splitHost } from "../src/tracing/otel-tracer.js";
 import { getOtelSpan, otelTracer, readTraceparent, withSpan } from "../src/tracing/index.js";
+import { listenOn } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const exporter = new InMemorySpanExporter();
@@ -74,6 +77,40 @@ describe("server spans", () => {
     await app.request("https://books.example/books/1");
     expect(onlyServerSpan().attributes["server.port"]).toBe(443);
     expect(onlyServerSpan().attributes["url.scheme"]).toBe("https");
+  });
+
+  it("reads server.address and server.port from the Host header on a real socket", async () => {
+    const app = new App({ port: 0, logger: captureLogs("json").logger });
+    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
+    const server = await listenOn(app);
+    const hostOf = async (host: string) => {
+      exporter.reset();
+      await new Promise<void>((resolve, reject) => {
+        httpRequest({ port: server.port, host: "127.0.0.1", path: "/books/1?q=1", headers: { host } }, (res) => res.resume().on("end", resolve)).on("error", reject).end();
+      });
+      const { attributes } = onlyServerSpan();
+      return [attributes["server.address"], attributes["server.port"], attributes["url.path"]];
+    };
+    try {
+      expect(await hostOf("Books.Example:8080")).toEqual(["books.example", 8080, "/books/1"]);
+      expect(await hostOf("books.example")).toEqual(["books.example", 80, "/books/1"]);
+      expect(await hostOf("[::1]:9000")).toEqual(["[::1]", 9000, "/books/1"]);
+      expect(await hostOf("[::1]")).toEqual(["[::1]", 80, "/books/1"]);
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("splits a host the way URL does, without building a URL", () => {
+    for (const href of ["http://a.example/x", "http://A.Example:81/x?y", "https://[::1]:8443/", "http://[2001:db8::1]/p", "http://h:1#f", "http://h?q", "https://h:0443/"]) {
+      const url = new URL(href);
+      const defaultPort = url.protocol === "https:" ? 443 : 80;
+      const [hostname, port] = splitHost(href, url.protocol);
+      expect([hostname, port ?? defaultPort], href).toEqual([url.hostname, url.port === "" ? defaultPort : Number(url.port)]);
+      // A WHATWG URL's own href (what app.request() hands h3) splits the same way.
+      expect(splitHost(url.href, url.protocol)[0], url.href).toBe(url.hostname);
+    }
   });
 
   it("names an unmatched request by its method alone, with no http.route", async () => {

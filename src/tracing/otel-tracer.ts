@@ -107,8 +107,9 @@ class OpenTelemetryTracer implements Tracer {
     if (!known) otel.setAttribute(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, method);
     otel.setAttribute(ATTR_URL_PATH, url.pathname);
     otel.setAttribute(ATTR_URL_SCHEME, url.protocol.slice(0, -1));
-    otel.setAttribute(ATTR_SERVER_ADDRESS, url.hostname);
-    const port = url.port === "" ? DEFAULT_PORTS[url.protocol] : Number(url.port);
+    const [hostname, explicitPort] = splitHost(url.href, url.protocol);
+    otel.setAttribute(ATTR_SERVER_ADDRESS, hostname);
+    const port = explicitPort ?? DEFAULT_PORTS[url.protocol];
     if (port !== undefined) otel.setAttribute(ATTR_SERVER_PORT, port);
     const userAgent = event.req.headers.get("user-agent");
     if (userAgent !== null) otel.setAttribute(ATTR_USER_AGENT_ORIGINAL, userAgent);
@@ -156,6 +157,23 @@ class OpenTelemetryTracer implements Tracer {
     const remote = readTraceparent(traceparent, () => headers.get("tracestate"));
     return remote === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remote);
   }
+}
+
+/**
+ * The host name (lower case) and explicit port of a request URL, read from its `href`. Asking
+ * srvx's URL for `hostname` or `port` builds a full WHATWG URL, about 3 µs per request; its
+ * `href` and `protocol` are plain strings it already has. IPv6 hosts keep their brackets, as
+ * `URL#hostname` does.
+ */
+export function splitHost(href: string, protocol: string): [hostname: string, port: number | undefined] {
+  const start = protocol.length + 2;
+  let end = start;
+  while (end < href.length && href[end] !== "/" && href[end] !== "?" && href[end] !== "#") end++;
+  const host = href.slice(start, end);
+  const colon = host.lastIndexOf(":");
+  if (colon === -1 || colon < host.lastIndexOf("]")) return [host.toLowerCase(), undefined];
+  const port = host.slice(colon + 1);
+  return [host.slice(0, colon).toLowerCase(), port === "" ? undefined : Number(port)];
 }
 
 /** `error.type`: a KError's code, an exception's class name, else the status code. */
