@@ -1,4 +1,5 @@
-import { H3, type H3Event, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import { H3, toRequest, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import type { ServerRequest } from "srvx";
 import { findRoute } from "rou3";
 import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
@@ -94,15 +95,17 @@ export class App implements Router {
       hooks: this.#hooks,
       inflight: () => this.#inflight,
     });
-    // 1–4 of the spec's construction order live in these three hooks: request logging and CORS
-    // start in onRequest, panic recovery and the error handler are onError, the log line is onResponse.
+    // 1–4 of the spec's construction order: request logging and CORS start in onRequest, panic
+    // recovery and the error handler are onError, the log line is written by fetch() once h3 has
+    // the Response. Not h3's onResponse: that option costs every request four promises, and
+    // each of them runs the async hooks of an OpenTelemetry context manager.
     this.#cors = config.cors === false ? undefined : createCors(config.cors ?? {});
     this.httpEngine = new H3({
       silent: true,
       onRequest: (event) => this.#onRequest(event),
       onError: (error, event) => this.#onError(error, event),
-      onResponse: (response, event) => this.#onResponse(response, event),
     });
+    this.fetch = this.fetch.bind(this);
     const cors = this.#cors;
     if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
     if (!this.config.disableHealth) this.#registerHealth();
@@ -210,7 +213,17 @@ export class App implements Router {
   /** Sends a request through the app in-process, with no socket (for tests). */
   async request(input: string | URL | Request, init?: RequestInit): Promise<Response> {
     await Promise.all(this.#startup);
-    return this.httpEngine.request(input, init);
+    return this.fetch(toRequest(input, init));
+  }
+
+  /**
+   * The app as a web fetch handler, bound: what `listen()` serves and `request()` calls. Mount
+   * the app elsewhere through this (h3's `mount("/api", app)` takes it), not through
+   * `httpEngine.fetch`, which skips the request log line, the metrics and the server span's end.
+   */
+  fetch(request: ServerRequest): Response | Promise<Response> {
+    const response = this.httpEngine.fetch(request);
+    return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
   }
 
   /**
@@ -239,7 +252,7 @@ export class App implements Router {
       // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
       if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
       if (!this.#lifecycle.shutdownStarted) {
-        const url = await this.#lifecycle.start(this.httpEngine, this.config.port, this.config.host);
+        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
         // Under the supervisor: report ready, heartbeat, and drain by itself if the primary dies.
@@ -283,27 +296,37 @@ export class App implements Router {
 
   #onRequest(event: H3Event): void {
     const tracer = this.#services.tracer;
-    event.context.keelson = new RequestState(performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
+    event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
     this.#inflight++;
     this.#cors?.apply(event);
   }
 
-  #onResponse(response: Response, event: H3Event): void {
-    // Also covers requests already running when shutdown began: onResponse runs before the head is written.
-    if (this.#lifecycle.shuttingDown) setResponseHeader(event, "connection", "close");
-    // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
-    // still one log line and one observation, as for every other request.
-    const state = event.context.keelson;
-    if (state !== undefined) this.#inflight--;
-    const durationMs = state === undefined ? 0 : performance.now() - state.start;
-    const route = event.context.matchedRoute?.route;
-    const method = event.req.method;
-    const status = response.status;
-    const traceId = state?.span.traceId ?? "";
-    this.logger.request({ method, path: event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
-    this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
-    const tracer = this.#services.tracer;
-    if (state !== undefined && tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
+  /** One log line, one observation and the end of the server span, for every request; never throws. */
+  #finish(response: Response, request: ServerRequest): Response {
+    try {
+      // h3 shares the event's context with the request (srvx's `request.context`).
+      const context = request.context as H3EventContext | undefined;
+      const state = context?.keelson;
+      // Also covers requests already running when shutdown began: the head is not written yet.
+      if (this.#lifecycle.shuttingDown) request.runtime?.node?.res?.setHeader("connection", "close");
+      // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
+      // still one log line and one observation, as for every other request.
+      if (state !== undefined) this.#inflight--;
+      const durationMs = state === undefined ? 0 : performance.now() - state.start;
+      const route = context?.matchedRoute?.route;
+      const method = request.method;
+      const status = response.status;
+      const traceId = state?.span.traceId ?? "";
+      const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
+      this.logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
+      const tracer = this.#services.tracer;
+      if (state !== undefined && tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
+    } catch (error) {
+      // A collector or tracer that throws loses its own record; the response still goes out.
+      console.error("keelson: recording the request failed:", error);
+    }
+    return response;
   }
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {

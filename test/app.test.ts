@@ -334,6 +334,43 @@ describe("request()", () => {
   });
 });
 
+describe("fetch()", () => {
+  it("is a bound web handler: another h3 app can mount it and every request is still logged and measured", async () => {
+    const logs = captureLogs();
+    const app = new App({ logger: logs.logger });
+    const observed: unknown[][] = [];
+    app.setMetricsCollector({ observeRequest: (method, route, status) => void observed.push([method, route, status]) });
+    app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
+    const { fetch } = app;
+    expect(await (await fetch(new Request("http://svc.local/books/7"))).json()).toEqual({ id: "7" });
+    const parent = new H3().mount("/api", app);
+    expect(await (await parent.request("/api/books/8")).json()).toEqual({ id: "8" });
+    expect((await parent.request("/api/nowhere")).status).toBe(404);
+    // h3 hands a mounted app the parent's context: a path the inner app does not know keeps the
+    // parent's matched route (the mount point) as its label.
+    expect(observed).toEqual([["GET", "/books/:id", 200], ["GET", "/books/:id", 200], ["GET", "/api/**", 404]]);
+    expect(logs.lines()).toEqual([
+      expect.stringMatching(requestLine("INFO", "GET", "/books/7", 200)),
+      expect.stringMatching(requestLine("INFO", "GET", "/books/8", 200)),
+      expect.stringMatching(requestLine("WARN", "GET", "/nowhere", 404)),
+    ]);
+  });
+
+  it("still answers when the metrics collector or the tracer throws, and says so on stderr", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    app.setMetricsCollector({ observeRequest: () => { throw new Error("collector broke"); } });
+    app.route(get("/ok", () => ({ ok: true })));
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const res = await app.request("/ok");
+      expect([res.status, await res.json()]).toEqual([200, { ok: true }]);
+      expect(errors).toHaveBeenCalledWith("keelson: recording the request failed:", expect.objectContaining({ message: "collector broke" }));
+    } finally {
+      errors.mockRestore();
+    }
+  });
+});
+
 describe("listen() and close()", () => {
   it("serves on port 0, reports the bound port, and resolves listen() after close()", async () => {
     const logs = captureLogs();

@@ -1,7 +1,6 @@
 import type { Server as NodeServer } from "node:http";
 import { Server as NetServer } from "node:net";
-import { serve, type H3 } from "h3";
-import type { Server } from "srvx";
+import { serve, type Server, type ServerRequest } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logger.js";
 
@@ -39,6 +38,8 @@ export type LifecycleState = "created" | "serving" | "draining" | "terminated";
 
 const DEADLINE = Symbol("deadline");
 type Deadline = Promise<typeof DEADLINE>;
+/** A web fetch handler, as srvx serves it. */
+type FetchHandler = (request: ServerRequest) => Response | Promise<Response>;
 // While draining, sockets whose response head went out before the signal (so without
 // `Connection: close`) turn idle when that response ends; close them as soon as they do.
 const IDLE_SWEEP_MS = 20;
@@ -93,21 +94,22 @@ export class Lifecycle {
   }
 
   /** Starts listening; rejects with a one-line reason when the port is taken or invalid. */
-  start(app: H3, port: number, host: string | undefined): Promise<string> {
+  start(fetch: FetchHandler, port: number, host: string | undefined): Promise<string> {
     if (this.#starting) return Promise.reject(new Error("the server was already started"));
-    const starting = this.#bind(app, port, host);
+    const starting = this.#bind(fetch, port, host);
     // A shutdown that begins meanwhile waits for the bind, whatever its outcome, then drains.
     this.#starting = starting.catch(() => undefined);
     return starting;
   }
 
-  async #bind(app: H3, port: number, host: string | undefined): Promise<string> {
+  async #bind(fetch: FetchHandler, port: number, host: string | undefined): Promise<string> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
     }
     // exclusive: false lets cluster workers share the primary's handle; gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
-    const server = serve(app, { port, hostname: host, silent: true, gracefulShutdown: false, node: { exclusive: false } });
+    // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
+    const server = serve({ fetch, port, hostname: host, silent: true, gracefulShutdown: false, node: { exclusive: false } });
     try {
       await server.ready();
     } catch (error) {

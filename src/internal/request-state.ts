@@ -1,14 +1,17 @@
+import type { H3Event } from "h3";
 import type { Span } from "../integrations.js";
 
 /** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
 export class RequestState {
+  readonly event: H3Event;
   /** `performance.now()` when the request entered the app. */
   readonly start: number;
   readonly span: Span;
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
 
-  constructor(start: number, span: Span) {
+  constructor(event: H3Event, start: number, span: Span) {
+    this.event = event;
     this.start = start;
     this.span = span;
     this.error = undefined;
