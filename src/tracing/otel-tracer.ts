@@ -106,7 +106,7 @@ class OpenTelemetryTracer implements Tracer {
     otel.setAttribute(ATTR_HTTP_REQUEST_METHOD, known ? method : OTHER_METHOD);
     if (!known) otel.setAttribute(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, method);
     otel.setAttribute(ATTR_URL_PATH, url.pathname);
-    otel.setAttribute(ATTR_URL_SCHEME, url.protocol.slice(0, -1));
+    otel.setAttribute(ATTR_URL_SCHEME, url.protocol === "http:" ? "http" : url.protocol === "https:" ? "https" : url.protocol.slice(0, -1));
     const [hostname, explicitPort] = splitHost(url.href, url.protocol);
     otel.setAttribute(ATTR_SERVER_ADDRESS, hostname);
     const port = explicitPort ?? DEFAULT_PORTS[url.protocol];
@@ -159,21 +159,28 @@ class OpenTelemetryTracer implements Tracer {
   }
 }
 
+// A server answers under one or two host names: the last split is kept and reused.
+let lastHost: string | undefined;
+let lastSplit: readonly [hostname: string, port: number | undefined] = ["", undefined];
+
 /**
  * The host name (lower case) and explicit port of a request URL, read from its `href`. Asking
  * srvx's URL for `hostname` or `port` builds a full WHATWG URL, about 3 µs per request; its
  * `href` and `protocol` are plain strings it already has. IPv6 hosts keep their brackets, as
  * `URL#hostname` does.
  */
-export function splitHost(href: string, protocol: string): [hostname: string, port: number | undefined] {
+export function splitHost(href: string, protocol: string): readonly [hostname: string, port: number | undefined] {
   const start = protocol.length + 2;
   let end = start;
   while (end < href.length && href[end] !== "/" && href[end] !== "?" && href[end] !== "#") end++;
   const host = href.slice(start, end);
+  if (host === lastHost) return lastSplit;
   const colon = host.lastIndexOf(":");
-  if (colon === -1 || colon < host.lastIndexOf("]")) return [host.toLowerCase(), undefined];
-  const port = host.slice(colon + 1);
-  return [host.slice(0, colon).toLowerCase(), port === "" ? undefined : Number(port)];
+  const hasPort = colon !== -1 && colon > host.lastIndexOf("]");
+  const port = hasPort ? host.slice(colon + 1) : "";
+  lastSplit = [(hasPort ? host.slice(0, colon) : host).toLowerCase(), port === "" ? undefined : Number(port)];
+  lastHost = host;
+  return lastSplit;
 }
 
 /** `error.type`: a KError's code, an exception's class name, else the status code. */
