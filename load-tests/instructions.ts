@@ -1,7 +1,8 @@
 // Instructions per request, counted by valgrind (callgrind), for every target and scenario of
 // the benchmark. Wall-clock and CPU-time figures on a shared VM move 30-50 % between rounds;
-// an instruction count is the same within a few percent from run to run, whatever else the
-// machine is doing, so it ranks code paths that the CPU-second figure cannot separate.
+// an instruction count does not see CPU time stolen by neighbours. It still moves 10-20 % between
+// runs (garbage collections and JIT compilations that land in the counted window, how many
+// requests one event-loop turn handles), so targets are compared within one run.
 //
 //   node --import tsx load-tests/instructions.ts [--targets h3,keelson] [--requests 8000] [--warmup 20000]
 //
