@@ -1,11 +1,15 @@
+import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as keelson from "../src/index.js";
+import * as metrics from "../src/metrics/index.js";
+import * as tracing from "../src/tracing/index.js";
+import * as supervisor from "../supervisor/index.js";
 
-/** Every name src/index.ts exports, types included, as the compiler sees them. */
-function typeOnlyExports(): string[] {
-  const entry = fileURLToPath(new URL("../src/index.ts", import.meta.url));
+/** The names an entry point exports only as types (not at runtime), as the compiler sees them. */
+function typeOnlyExports(path = "../src/index.ts", runtimeModule: object = keelson): string[] {
+  const entry = fileURLToPath(new URL(path, import.meta.url));
   const program = ts.createProgram([entry], {
     module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2023,
     strict: true, skipLibCheck: true, noEmit: true,
@@ -13,8 +17,8 @@ function typeOnlyExports(): string[] {
   const checker = program.getTypeChecker();
   const source = program.getSourceFile(entry);
   const module = source && checker.getSymbolAtLocation(source);
-  if (!module) throw new Error("cannot read the exports of src/index.ts");
-  const runtime = new Set(Object.keys(keelson));
+  if (!module) throw new Error(`cannot read the exports of ${path}`);
+  const runtime = new Set(Object.keys(runtimeModule));
   return checker.getExportsOfModule(module).map((symbol) => symbol.name).filter((name) => !runtime.has(name)).toSorted();
 }
 
@@ -122,5 +126,28 @@ describe("the keelson barrel (src/index.ts)", () => {
   it("exports no internal helper", () => {
     const internal = ["compileRoute", "readJSONBody", "createCors", "toKError", "errorResponse", "negotiateLanguage", "Lifecycle", "RequestState", "Sink"];
     for (const name of internal) expect(keelson).not.toHaveProperty(name);
+  });
+});
+
+// The other entry points (package.json "exports"): same rule, every name is public API.
+describe.each([
+  ["keelson/metrics", "../src/metrics/index.ts", metrics],
+  ["keelson/tracing", "../src/tracing/index.ts", tracing],
+  ["keelson/supervisor", "../supervisor/index.ts", supervisor],
+] as const)("the %s entry point", (_name, path, runtimeModule) => {
+  it("exports exactly these runtime and type-only names", () => {
+    expect({ runtime: Object.keys(runtimeModule).toSorted(), types: typeOnlyExports(path, runtimeModule) }).toMatchSnapshot();
+  });
+});
+
+describe("README.md", () => {
+  it("names every export of every entry point (its Public names section)", () => {
+    const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+    const entries = [
+      ["../src/index.ts", keelson], ["../src/metrics/index.ts", metrics],
+      ["../src/tracing/index.ts", tracing], ["../supervisor/index.ts", supervisor],
+    ] as const;
+    const names = entries.flatMap(([path, runtimeModule]) => [...Object.keys(runtimeModule), ...typeOnlyExports(path, runtimeModule)]);
+    expect(names.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);
   });
 });
