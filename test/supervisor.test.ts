@@ -78,9 +78,13 @@ describe("supervisor: start and stop", () => {
     const hooks = hooksByPid(hookLog);
     expect(hooks.size).toBe(2);
     for (const names of hooks.values()) expect(names).toEqual(["first", "second"]);
-    // Each worker drained once although SIGINT reached it twice (directly, then relayed as SIGTERM).
-    expect(run.lines(/draining \(SIGINT\): shutdown budget/)).toHaveLength(2);
-    expect(run.lines(/draining \(SIGTERM\): shutdown budget/)).toHaveLength(0);
+    // Each worker got two signals (SIGINT from the terminal, SIGTERM relayed by the primary) and
+    // drained once. Which one its event loop sees first is not fixed (about 1 run in 5 here ends
+    // with the relayed SIGTERM first): only "once, whichever comes first" is the contract. The
+    // second one is logged and ignored.
+    const drains = run.lines(/draining \((SIGINT|SIGTERM)\): shutdown budget/);
+    expect(drains).toHaveLength(2);
+    expect(run.lines(/received (SIGINT|SIGTERM) while shutting down: nothing more to do/)).toHaveLength(2);
     expect(run.output()).toMatch(/stopped: 2 worker\(s\) exited cleanly/);
   });
 
