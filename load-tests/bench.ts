@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { estimateSec, parseConfig, SCENARIOS, USAGE, type Config } from "./lib/args.js";
+import { BUNDLED_TARGETS, estimateSec, parseConfig, SCENARIOS, USAGE, type Config } from "./lib/args.js";
 import { buildServers, type Build } from "./lib/build.js";
 import { killAll } from "./lib/children.js";
 import { LoadClient } from "./lib/load-client.js";
@@ -49,17 +49,33 @@ function emptyDir(dir: string): void {
   for (const name of fs.readdirSync(dir)) fs.rmSync(path.join(dir, name), { force: true, recursive: true });
 }
 
-function launchSpec(target: string, build: Build | null, pinning: Pinning, logDir: string): LaunchSpec {
-  const args = build ? [build.entry(target)] : ["--import", "tsx", path.join(HERE, "servers", `${target}.ts`)];
+function launchSpec(target: string, build: Build | null, pinning: Pinning, logDir: string, bundled = false): LaunchSpec {
+  const args = build
+    ? [bundled ? build.bundledEntry(target) : build.entry(target)]
+    : ["--import", "tsx", path.join(HERE, "servers", `${target}.ts`)];
   return { target, args, pinCpu: pinning.server, logDir, cwd: ROOT };
 }
 
-/** Interleaved cold starts; the first pass also decides which targets can run at all. */
-async function measureColdStarts(config: Config, spec: (t: string) => LaunchSpec, infos: Map<string, TargetInfo>): Promise<void> {
+/**
+ * Interleaved cold starts; the first pass also decides which targets can run at all. With
+ * `bundled`, the BUNDLED_TARGETS also start from one bundled file, interleaved with the rest.
+ */
+async function measureColdStarts(
+  config: Config, spec: (t: string) => LaunchSpec, infos: Map<string, TargetInfo>, bundled: ((t: string) => LaunchSpec) | null,
+): Promise<void> {
   for (let i = 0; i < config.coldStarts; i++) {
     for (const target of config.targets) {
       const info = infos.get(target);
       if (!info || info.skipped) continue;
+      if (bundled && BUNDLED_TARGETS.includes(target)) {
+        try {
+          info.bundledColdStartsMs.push(await coldStart(bundled(target)));
+        } catch (error) {
+          const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
+          loud(`bundled cold start of "${target}" failed: ${why}`);
+          if (!info.warnings.includes("bundled cold start failed")) info.warnings.push("bundled cold start failed");
+        }
+      }
       try {
         info.coldStartsMs.push(await coldStart(spec(target)));
       } catch (error) {
@@ -73,7 +89,10 @@ async function measureColdStarts(config: Config, spec: (t: string) => LaunchSpec
       }
     }
   }
-  for (const info of infos.values()) info.coldStartMs = median(info.coldStartsMs);
+  for (const info of infos.values()) {
+    info.coldStartMs = median(info.coldStartsMs);
+    info.bundledColdStartMs = info.bundledColdStartsMs.length > 0 ? median(info.bundledColdStartsMs) : null;
+  }
 }
 
 async function main(): Promise<void> {
@@ -107,11 +126,15 @@ async function main(): Promise<void> {
   const infos = new Map<string, TargetInfo>(
     config.targets.map((target) => [
       target,
-      { target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], rssSamplesMb: [], skipped: null, warnings: [] },
+      {
+        target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], bundledColdStartMs: null, bundledColdStartsMs: [],
+        rssSamplesMb: [], skipped: null, warnings: [],
+      },
     ]),
   );
   console.log(`cold starts (${config.coldStarts} per target, interleaved)...`);
-  await measureColdStarts(config, spec, infos);
+  const bundledSpec = build ? (target: string): LaunchSpec => launchSpec(target, build, pinning, logDir, true) : null;
+  await measureColdStarts(config, spec, infos, bundledSpec);
   emptyDir(logDir);
 
   const loader = new LoadClient(pinning.load, ROOT);

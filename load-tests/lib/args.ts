@@ -5,6 +5,9 @@ import type { Scenario } from "./types.js";
 /** Round 1 runs in this order; later rounds reverse or shuffle it. */
 export const ALL_TARGETS = ["node-http", "h3", "fastify", "fastify-logger", "hono", "keelson", "keelson-otel"];
 
+/** Targets whose bundled cold start `make bench` also measures: keelson's full stack and its baseline. */
+export const BUNDLED_TARGETS: readonly string[] = ["h3", "keelson"];
+
 export const SCENARIOS: Scenario[] = [
   { name: "GET /hello", method: "GET", path: "/hello" },
   { name: "GET /books/42", method: "GET", path: "/books/42" },
@@ -84,5 +87,6 @@ export function parseConfig(argv: string[]): Config | null {
 /** Rough wall-time forecast, printed up front so nobody is surprised by a long run. */
 export function estimateSec(config: Config): number {
   const perStart = 0.5 + 1.2 + config.warmupSec + SCENARIOS.length * (config.durationSec + 0.2);
-  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + 2;
+  const bundled = config.viaTsx ? 0 : config.targets.filter((t) => BUNDLED_TARGETS.includes(t)).length;
+  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + bundled * (config.coldStarts * 0.4 + 1) + 2;
 }

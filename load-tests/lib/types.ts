@@ -61,6 +61,9 @@ export interface TargetInfo {
   idleRssMb: number | null;
   coldStartMs: number | null;
   coldStartsMs: number[];
+  /** The same server bundled into one file (only for BUNDLED_TARGETS; null otherwise). */
+  bundledColdStartMs: number | null;
+  bundledColdStartsMs: number[];
   rssSamplesMb: number[];
   skipped: string | null;
   warnings: string[];
