@@ -138,6 +138,9 @@ export class App implements Router {
   /** @internal Groups call this with their prefix and middleware. */
   addRoute(route: Route, prefix: string, middleware: readonly Middleware[]): this {
     const path = joinPath(prefix, route.path);
+    // As h3's own serve() does: the routes (and the OpenAPI document built from them) are fixed
+    // once the server is up; a route added later is almost always a bug.
+    if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
     const handler = compileRoute(route, this.#services, this.config.bodyLimit);
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);

@@ -372,6 +372,20 @@ describe("fetch()", () => {
 });
 
 describe("listen() and close()", () => {
+  it("takes routes until the server starts, including from an async module, and refuses them after", async () => {
+    const app = new App({ port: 0, logger: captureLogs().logger });
+    app.use({ name: "late", register: async (router) => { await new Promise((resolve) => setTimeout(resolve, 10)); router.route(get("/late", () => ({ late: true }))); } });
+    const server = await listenOn(app);
+    try {
+      expect(await (await server.fetch("/late")).json()).toEqual({ late: true });
+      expect(() => app.route(get("/too-late", () => ({})))).toThrow("cannot add GET /too-late: the server has started (add routes before listen())");
+      expect(() => app.group("/v2").route(get("/x", () => ({})))).toThrow("cannot add GET /v2/x: the server has started");
+      expect((await server.fetch("/too-late")).status).toBe(404);
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("serves on port 0, reports the bound port, and resolves listen() after close()", async () => {
     const logs = captureLogs();
     const app = new App({ port: 0, logger: logs.logger, serviceName: "svc" });
