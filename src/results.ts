@@ -2,16 +2,20 @@ import { HTTPResponse } from "h3";
 
 const JSON_TYPE = "application/json;charset=UTF-8";
 
+function refuse(operation: string, name: string): never {
+  throw new TypeError(`the headers of a json()/created() response are shared and frozen (${operation} ${name}); pass extra headers to json()`);
+}
+
 /** Headers that refuse changes: one instance is shared by every plain JSON response. */
 class FrozenHeaders extends Headers {
   override set(name: string): never {
-    throw new TypeError(`the headers of a json()/created() response are shared and frozen (set ${name}); pass extra headers to json()`);
+    return refuse("set", name);
   }
   override append(name: string): never {
-    throw new TypeError(`the headers of a json()/created() response are shared and frozen (append ${name}); pass extra headers to json()`);
+    return refuse("append", name);
   }
   override delete(name: string): never {
-    throw new TypeError(`the headers of a json()/created() response are shared and frozen (delete ${name}); pass extra headers to json()`);
+    return refuse("delete", name);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Server as NodeServer } from "node:http";
 import { Server as NetServer } from "node:net";
-import { serve, type Server, type ServerRequest } from "srvx";
+import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logger.js";
 
@@ -38,8 +38,6 @@ export type LifecycleState = "created" | "serving" | "draining" | "terminated";
 
 const DEADLINE = Symbol("deadline");
 type Deadline = Promise<typeof DEADLINE>;
-/** A web fetch handler, as srvx serves it. */
-type FetchHandler = (request: ServerRequest) => Response | Promise<Response>;
 // While draining, sockets whose response head went out before the signal (so without
 // `Connection: close`) turn idle when that response ends; close them as soon as they do.
 const IDLE_SWEEP_MS = 20;
@@ -94,7 +92,7 @@ export class Lifecycle {
   }
 
   /** Starts listening; rejects with a one-line reason when the port is taken or invalid. */
-  start(fetch: FetchHandler, port: number, host: string | undefined): Promise<string> {
+  start(fetch: ServerHandler, port: number, host: string | undefined): Promise<string> {
     if (this.#starting) return Promise.reject(new Error("the server was already started"));
     const starting = this.#bind(fetch, port, host);
     // A shutdown that begins meanwhile waits for the bind, whatever its outcome, then drains.
@@ -102,7 +100,7 @@ export class Lifecycle {
     return starting;
   }
 
-  async #bind(fetch: FetchHandler, port: number, host: string | undefined): Promise<string> {
+  async #bind(fetch: ServerHandler, port: number, host: string | undefined): Promise<string> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
     }

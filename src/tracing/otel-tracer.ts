@@ -34,6 +34,8 @@ const SERVER_SPAN = Object.freeze({ kind: SpanKind.SERVER });
 const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
 const NOOP_SPAN = noopTracer.startSpan("noop");
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 };
+// `url.scheme` without slicing `protocol` on every request.
+const SCHEMES: Readonly<Record<string, string>> = { "http:": "http", "https:": "https" };
 
 const HEADERS_GETTER: TextMapGetter<Headers> = {
   get: (headers, key) => headers.get(key) ?? undefined,
@@ -106,7 +108,7 @@ class OpenTelemetryTracer implements Tracer {
     otel.setAttribute(ATTR_HTTP_REQUEST_METHOD, known ? method : OTHER_METHOD);
     if (!known) otel.setAttribute(ATTR_HTTP_REQUEST_METHOD_ORIGINAL, method);
     otel.setAttribute(ATTR_URL_PATH, url.pathname);
-    otel.setAttribute(ATTR_URL_SCHEME, url.protocol === "http:" ? "http" : url.protocol === "https:" ? "https" : url.protocol.slice(0, -1));
+    otel.setAttribute(ATTR_URL_SCHEME, SCHEMES[url.protocol] ?? url.protocol.slice(0, -1));
     const [hostname, explicitPort] = splitHost(url.href, url.protocol);
     otel.setAttribute(ATTR_SERVER_ADDRESS, hostname);
     const port = explicitPort ?? DEFAULT_PORTS[url.protocol];
