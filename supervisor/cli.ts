@@ -1,6 +1,17 @@
 #!/usr/bin/env node
-import { USAGE, parseCli } from "./cli-args.js";
-import { Supervisor } from "./primary.js";
+import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
+
+// Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
+// is in process.env before any option is read.
+let runtime: RuntimeSetup | undefined;
+try {
+  runtime = prepareRuntime();
+} catch (error) {
+  process.stderr.write(`keelson: ${(error as Error).message}\n`);
+  process.exit(2);
+}
+const { USAGE, parseCli } = await import("./cli-args.js");
+const { Supervisor } = await import("./primary.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
@@ -14,9 +25,10 @@ if (cli.command === "help") {
   process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
   process.exitCode = 2;
 } else {
-  let supervisor: Supervisor | undefined;
+  let supervisor: InstanceType<typeof Supervisor> | undefined;
   try {
     supervisor = new Supervisor(cli.options);
+    for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
   } catch (error) {
     process.stderr.write(`keelson: ${(error as Error).message}\n`);
     process.exitCode = 2;
