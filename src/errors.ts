@@ -5,7 +5,7 @@ export interface ErrorCodeInfo {
 }
 
 /**
- * Every code keelson itself produces. The README lists the same table; a test keeps them in step.
+ * Every code keelson itself produces. docs/errors.md lists the same table; a test keeps them in step.
  * Application code may use any other code through `new KError(...)`.
  */
 export const ERROR_CODES = {

@@ -25,7 +25,7 @@ export interface RouteOptions<
   summary?: string;
   description?: string;
   tags?: string[];
-  /** Names of security schemes this route requires (see the README's Docs section). */
+  /** Names of security schemes this route requires (see docs/validation-and-docs.md). */
   security?: string[];
   deprecated?: boolean;
   /** Default: derived from method and path (`getBooksById`). */
