@@ -83,7 +83,7 @@ export function validationError(errors: readonly FieldError[], message?: string)
 }
 
 /**
- * The spec's Internal KError: built from a message and the underlying cause. The response shows
+ * The Internal KError (docs/errors.md): built from a message and the underlying cause. The response shows
  * only the message; the cause is logged with its stack.
  */
 export function internal(message: string, cause?: unknown): KError {

@@ -150,7 +150,7 @@ export const patch: Define = define("PATCH");
 /** Declares a DELETE route (`delete` is a reserved word). */
 export const del: Define = define("DELETE");
 
-/** A set of routes registered together (the spec's Controller). */
+/** A set of routes registered together (a controller: docs/routing.md). */
 export interface Controller {
   routes(): Route[];
 }
