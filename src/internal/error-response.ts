@@ -2,6 +2,7 @@ import { STATUS_CODES } from "node:http";
 import { HTTPError, HTTPResponse, type H3Event } from "h3";
 import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { redactQuery } from "./redact-query.js";
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>();
 for (const [code, info] of Object.entries(ERROR_CODES) as [ErrorCode, { status: number }][]) {
@@ -38,16 +39,15 @@ function fromStatus(status: number): KError {
 }
 
 /**
- * Logs the cause of a 5xx with its stack: the response never carries it. Messages that quote
- * the request URL (h3's do) have its query string cut out: it can hold tokens.
+ * Logs the cause of a 5xx with its stack: the response never carries it. The request's query
+ * string and its values are cut out (see redactQuery): they can hold tokens, and messages quote
+ * them (h3's quote the whole URL, application code the value it choked on).
  */
 export function logServerError(logger: Logger, event: H3Event, kerror: KError, original: unknown): void {
   if (kerror.statusCode < 500) return;
   const cause = original instanceof KError ? (original.cause ?? original) : original;
-  let detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
-  const search = event.url.search;
-  if (search.length > 1) detail = detail.replaceAll(search, "?[query]");
-  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, detail);
+  const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
+  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, redactQuery(detail, event.url.search));
 }
 
 function safeString(value: unknown): string {
