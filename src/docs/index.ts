@@ -1,10 +1,10 @@
 import type { H3Event } from "h3";
 import type { App } from "../app.js";
+import { JSON_HEADERS } from "../internal/headers.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
 import { buildOpenAPIDocument, docsPaths } from "./openapi.js";
 import { renderDocsPage } from "./page.js";
 
-const JSON_TYPE = "application/json;charset=UTF-8";
 // The bundle URL carries a content hash (`?v=`): a new bundle is a new URL.
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
@@ -24,7 +24,7 @@ export function registerDocs(app: App): void {
   engine.get(paths.document, () => {
     const key = `${engine["~routes"].length}:${app.routes.length}`;
     if (document?.key !== key) document = { key, json: JSON.stringify(buildOpenAPIDocument(app)) };
-    return new Response(document.json, { headers: { "content-type": JSON_TYPE, "cache-control": "no-cache" } });
+    return new Response(document.json, { headers: { ...JSON_HEADERS, "cache-control": "no-cache" } });
   });
 
   engine.get(paths.page, async () => {

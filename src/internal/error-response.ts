@@ -2,14 +2,13 @@ import { STATUS_CODES } from "node:http";
 import { HTTPError, HTTPResponse, type H3Event } from "h3";
 import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { JSON_HEADERS } from "./headers.js";
 import { redactQuery } from "./redact-query.js";
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>();
 for (const [code, info] of Object.entries(ERROR_CODES) as [ErrorCode, { status: number }][]) {
   if (!CODE_BY_STATUS.has(info.status)) CODE_BY_STATUS.set(info.status, code);
 }
-
-const JSON_TYPE = "application/json;charset=UTF-8";
 
 /** h3's own not-found: thrown when no route matched, as opposed to a handler's 404. */
 export function isRouteNotFound(error: HTTPError, event: H3Event): boolean {
@@ -62,6 +61,6 @@ function safeString(value: unknown): string {
 export function errorResponse(kerror: KError, extra?: Record<string, string>): HTTPResponse {
   return new HTTPResponse(JSON.stringify(kerror), {
     status: kerror.statusCode,
-    headers: extra ? { "content-type": JSON_TYPE, ...extra } : { "content-type": JSON_TYPE },
+    headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
   });
 }
