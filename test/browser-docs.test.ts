@@ -81,10 +81,10 @@ describe("the docs page in a real browser", () => {
     page.on("console", (message) => {
       if (message.type() === "error" || message.type() === "warning") messages.push(`${message.type()}: ${message.text()}`);
     });
-    await page.exposeFunction("__keelsonCSPViolation", (text: string) => messages.push(`securitypolicyviolation: ${text}`));
+    await page.exposeFunction("keelsonCSPViolation", (text: string) => messages.push(`securitypolicyviolation: ${text}`));
     await page.addInitScript(() => {
       document.addEventListener("securitypolicyviolation", (event) => {
-        const report = (window as unknown as { __keelsonCSPViolation(text: string): void }).__keelsonCSPViolation;
+        const report = (window as unknown as { keelsonCSPViolation(text: string): void }).keelsonCSPViolation;
         report(`${event.violatedDirective} blocked ${event.blockedURI || "inline"} (${event.sample}) at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`);
       });
     });
