@@ -115,6 +115,23 @@ describe("the docs page in a real browser", () => {
     expect(messages).toEqual([]);
   }, 90_000);
 
+  it("sends a Test request to the API itself under the page's CSP", async () => {
+    expect(context, "the first case launches the browser").toBeDefined();
+    const page = await context!.newPage();
+    const messages: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") messages.push(`${message.type()}: ${message.text()}`);
+    });
+    await page.goto(`${base}/docs`);
+    await expect.poll(() => page.getByText("List books", { exact: true }).first().isVisible(), { timeout: 30_000 }).toBe(true);
+    await page.getByRole("button", { name: /test request/i }).first().click();
+    const answer = page.waitForResponse((response) => new URL(response.url()).pathname === "/api/books", { timeout: 30_000 });
+    await page.getByRole("button", { name: /^send/i }).first().click();
+    expect((await answer).status()).toBe(200);
+    expect(messages).toEqual([]);
+    await page.close();
+  }, 60_000);
+
   it("renders at the docs path with a trailing slash too (script and document resolve against the page)", async () => {
     expect(context, "the first case launches the browser").toBeDefined();
     const page = await context!.newPage();
