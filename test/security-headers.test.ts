@@ -4,7 +4,7 @@
  */
 import { expect, it } from "vitest";
 import { z } from "zod";
-import { App, created, get, json, post } from "../src/index.js";
+import { App, created, get, json, notFound, post } from "../src/index.js";
 import { describeBoth } from "./helpers/both.js";
 
 describeBoth(
@@ -22,6 +22,7 @@ describeBoth(
     app.route(get("/params/:id", (ctx) => ctx.params));
     app.route(get("/date", () => new Date(0)));
     app.route(get("/validated", { query: z.object({ n: z.number() }) }, (ctx) => ctx.query));
+    app.route(get("/returned-error", () => notFound("no such thing")));
     app.route(get("/boom", () => {
       throw new Error("boom");
     }));
@@ -42,6 +43,7 @@ describeBoth(
       ["GET", "/validated?n=x", 422],
       ["GET", "/boom", 500],
       ["GET", "/nope", 404],
+      ["GET", "/returned-error", 404],
       ["DELETE", "/json", 405],
       ["GET", "/health", 200],
       ["GET", "/docs/openapi.json", 200],
@@ -58,6 +60,8 @@ describeBoth(
       expect(await (await t().fetch("/date")).json()).toBe(new Date(0).toISOString());
       expect(await (await t().fetch("/number")).text()).toBe("42");
       expect((await t().fetch("/json-extra")).headers.get("x-extra")).toBe("1");
+      // A returned Error is answered as if thrown (h3's rule), although a KError has toJSON().
+      expect(await (await t().fetch("/returned-error")).json()).toEqual({ status_code: 404, code: "NOT_FOUND", message: "no such thing" });
     });
 
     it("a too-large body's 413", async () => {

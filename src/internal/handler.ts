@@ -19,7 +19,8 @@ function isJSONValue(value: unknown): value is object | number | boolean {
   const type = typeof value;
   if (type !== "object") return type === "number" || type === "boolean";
   const object = value as { toJSON?: unknown; pipe?: unknown; pipeTo?: unknown } | null;
-  if (object === null) return false;
+  // h3 answers a returned Error as if it were thrown; a KError's toJSON() must not make it a 200.
+  if (object === null || object instanceof Error) return false;
   if (typeof object.toJSON === "function" || Array.isArray(object)) return true;
   if (typeof object.pipe === "function" || typeof object.pipeTo === "function") return false;
   const proto = Object.getPrototypeOf(object) as object | null;
