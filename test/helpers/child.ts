@@ -19,8 +19,10 @@ export interface Exit {
 
 export interface ChildOptions {
   cwd?: string;
-  /** Merged over this process's environment. */
+  /** Merged over this process's environment (replaces it with `inheritEnv: false`). */
   env?: Record<string, string | undefined>;
+  /** False: the child sees `env` only, as a container would. */
+  inheritEnv?: boolean;
   /** Its own process group: stop() and killAllChildren() then reach its children (workers) too. */
   group?: boolean;
   /**
@@ -63,7 +65,7 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
   const file = options.output === "file" ? openLogFile() : undefined;
   const child = spawn(command, args, {
     cwd: options.cwd,
-    env: { ...process.env, ...options.env },
+    env: options.inheritEnv === false ? { ...options.env } : { ...process.env, ...options.env },
     stdio: ["ignore", file?.fd ?? "pipe", file?.fd ?? "pipe"],
     detached: options.group ?? false,
   });
