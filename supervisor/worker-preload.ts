@@ -1,0 +1,9 @@
+/**
+ * Loaded into every worker (`--import`) before its entry: an error that kills the worker before
+ * keelson runs any code of its own (a syntax error, a missing import, a throw at the entry's top
+ * level) is reported to the primary, which then names it instead of only an exit code. A
+ * monitor, not a handler: the worker still dies exactly as Node would make it.
+ */
+import { reportWorkerFailure } from "../src/internal/worker-link.js";
+
+process.on("uncaughtExceptionMonitor", (error) => reportWorkerFailure(error));
