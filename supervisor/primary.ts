@@ -105,7 +105,7 @@ export class Supervisor {
     // stay open as fds 4 and 5 for a worker whose primary is gone (KEELSON_LOG_FDS). The preload
     // reports errors that kill a worker before keelson's own code runs.
     cluster.setupPrimary({
-      exec: entryPath(entry), args, execArgv: [...execArgv, "--import", PRELOAD], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
+      exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
     });
     if (handleSignals) {
       process.on("SIGINT", this.#onStopSignal);
@@ -184,11 +184,11 @@ export class Supervisor {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
     } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);
-    this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${reason}`));
-    this.#release();
     const report: StopReport = {
       reason: this.#startupFailure === undefined ? reason : `startup failed: ${this.#startupFailure}`, exitCode, durationMs, workers,
     };
+    this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${report.reason}`));
+    this.#release();
     this.#finish(report);
     return report;
   }
