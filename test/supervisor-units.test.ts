@@ -122,25 +122,25 @@ describe("backoff and crash breaker", () => {
   });
 });
 
-describe("relayOutput", () => {
-  /** Feeds `chunks` through a relay into a file; returns what the file got after each chunk and at the end. */
-  async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[]; final: string }> {
-    const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
-    const fd = openSync(path, "w");
-    const stream = new PassThrough();
-    const done = relayOutput(stream, fd);
-    const steps: string[] = [];
-    for (const chunk of chunks) {
-      stream.write(chunk);
-      await new Promise((resolve) => setImmediate(resolve));
-      steps.push(readFileSync(path, "utf8"));
-    }
-    stream.end();
-    await done;
-    closeSync(fd);
-    return { steps, final: readFileSync(path, "utf8") };
+/** Feeds `chunks` through a relay into a file; returns what the file got after each chunk and at the end. */
+async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[]; final: string }> {
+  const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
+  const fd = openSync(path, "w");
+  const stream = new PassThrough();
+  const done = relayOutput(stream, fd);
+  const steps: string[] = [];
+  for (const chunk of chunks) {
+    stream.write(chunk);
+    await new Promise((resolve) => setImmediate(resolve));
+    steps.push(readFileSync(path, "utf8"));
   }
+  stream.end();
+  await done;
+  closeSync(fd);
+  return { steps, final: readFileSync(path, "utf8") };
+}
 
+describe("relayOutput", () => {
   it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
     const { steps, final } = await relay(["one\ntw", "o and", " more\nthr", "ee\n"]);
     expect(steps).toEqual(["one\n", "one\n", "one\ntwo and more\n", "one\ntwo and more\nthree\n"]);
