@@ -7,10 +7,14 @@ import * as metrics from "../src/metrics/index.js";
 import * as tracing from "../src/tracing/index.js";
 import * as supervisor from "../supervisor/index.js";
 
+const entryPaths = ["../src/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../supervisor/index.ts"];
+let program: ts.Program | undefined;
+
 /** The names an entry point exports only as types (not at runtime), as the compiler sees them. */
 function typeOnlyExports(path = "../src/index.ts", runtimeModule: object = keelson): string[] {
   const entry = fileURLToPath(new URL(path, import.meta.url));
-  const program = ts.createProgram([entry], {
+  // One program for every entry point: building it is most of this file's run time.
+  program ??= ts.createProgram(entryPaths.map((p) => fileURLToPath(new URL(p, import.meta.url))), {
     module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2023,
     strict: true, skipLibCheck: true, noEmit: true,
   });

@@ -10,7 +10,7 @@ const LINES = 64;
 
 describe("supervisor: worker log lines", () => {
   it("JSON: 2 workers writing 64 KiB lines at once: every line parses and carries its worker and pid", async () => {
-    const run = startSupervisor(["--workers", "2"], { env: { NODE_ENV: "production" } });
+    const run = await startSupervisor(["--workers", "2"], { env: { NODE_ENV: "production" } });
     await run.waitFor(/worker\(s\) ready in/);
     const workers = readyWorkers(run);
     // Round-robin hands the two connections to the two workers; a repeat only adds lines.
@@ -42,7 +42,7 @@ describe("supervisor: worker log lines", () => {
   });
 
   it("text: worker lines start with [w<id> <pid>] after the time, the primary's with [primary <pid>]", async () => {
-    const run = startSupervisor(["--workers", "2"]);
+    const run = await startSupervisor(["--workers", "2"]);
     await run.waitFor(/worker\(s\) ready in/);
     process.kill(run.pid, "SIGTERM");
     expect(await run.exited).toEqual({ code: 0, signal: null });

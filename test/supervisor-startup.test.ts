@@ -5,7 +5,7 @@ import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { get, killAll, randomPort, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 
 const servers: Server[] = [];
 afterEach(() => {
@@ -18,7 +18,7 @@ function holdPort(): Promise<number> {
   servers.push(server);
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(randomPort(), "0.0.0.0", () => resolve((server.address() as { port: number }).port));
+    server.listen(0, "0.0.0.0", () => resolve((server.address() as { port: number }).port));
   });
 }
 
@@ -39,7 +39,7 @@ function expectNoRestart(run: Running, workers: number): void {
 describe("supervisor: a worker that cannot start", () => {
   it("port taken at startup: exit 1 at once with that one reason in the last line, no restart loop", async () => {
     const port = await holdPort();
-    const run = startSupervisor(["--workers", "2"], { port });
+    const run = await startSupervisor(["--workers", "2"], { port });
     const afterFailure = timeToExit(run, /\[w\d \d+\] startup failed: port \d+ is already in use/);
     expect(await run.exited).toEqual({ code: 1, signal: null });
     // Within 1 s on an idle machine; generous here, the box is shared.
@@ -53,7 +53,7 @@ describe("supervisor: a worker that cannot start", () => {
   });
 
   it("a module whose register step throws at startup: exit 1 with the module's error, no restart", async () => {
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_CRASH_AT_BOOT: "1" } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_CRASH_AT_BOOT: "1" } });
     expect(await run.exited).toEqual({ code: 1, signal: null });
     expect(lastLine(run)).toMatch(
       /stopped in \d+ms with exit 1: startup failed: worker \d \(pid \d+\) exited \(code 1\) before it was ready: module broken-db failed to register: database unreachable$/,
@@ -64,14 +64,14 @@ describe("supervisor: a worker that cannot start", () => {
   it("an entry that does not load (syntax error): exit 1 with Node's error, reported before any keelson code ran", async () => {
     const extra = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "extra.mjs");
     writeFileSync(extra, "export const broken = ;\n");
-    const run = startSupervisor(["--workers", "1"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
+    const run = await startSupervisor(["--workers", "1"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
     expect(await run.exited).toEqual({ code: 1, signal: null });
     expect(lastLine(run)).toMatch(/startup failed: worker 1 \(pid \d+\) exited \(code 1\) before it was ready: SyntaxError: Unexpected token ';'$/);
     expectNoRestart(run, 1);
   });
 
   it("a worker not ready within --ready-timeout at startup: killed, exit 1 with that reason, no restart", async () => {
-    const run = startSupervisor(["--workers", "1", "--ready-timeout", "1500"], { env: { SUPERVISOR_HANG_AT_BOOT: "1" } });
+    const run = await startSupervisor(["--workers", "1", "--ready-timeout", "1500"], { env: { SUPERVISOR_HANG_AT_BOOT: "1" } });
     expect(await run.exited).toEqual({ code: 1, signal: null });
     expect(lastLine(run)).toMatch(
       /startup failed: worker 1 \(pid \d+\) exited \(signal SIGKILL, killed: not ready after 1500ms\) before it was ready$/,
@@ -81,7 +81,7 @@ describe("supervisor: a worker that cannot start", () => {
 
   it("after startup, a replacement that cannot start is a crash: backoff with the reason, the other worker serves, the slot recovers", async () => {
     const flag = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "broken");
-    const run = startSupervisor(["--workers", "2", "--backoff-initial", "200"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
+    const run = await startSupervisor(["--workers", "2", "--backoff-initial", "200"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
     await run.waitFor(/worker\(s\) ready in/);
     const [victim, survivor] = readyWorkers(run);
     writeFileSync(flag, "");
@@ -101,7 +101,7 @@ describe("supervisor: a worker that cannot start", () => {
   it("a reload onto a bad deploy (syntax error) keeps the old workers serving and says why it stopped", async () => {
     const extra = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "extra.mjs");
     writeFileSync(extra, "export const fine = 1;\n");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run).map((w) => w.pid).toSorted();
     writeFileSync(extra, "export const broken = ;\n");

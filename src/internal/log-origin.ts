@@ -4,6 +4,8 @@
  * `"worker":"primary","pid":4240`. Both pieces are built once per process, so a request line
  * only concatenates a string that already exists. Empty outside the supervisor.
  */
+import cluster from "node:cluster";
+
 /** Inserted after the text line's timestamp: ` [w2 4242]`, or empty. */
 export let textOrigin = "";
 /** Inserted after the JSON line's `time` member: `,"worker":"2","pid":4242`, or empty. */
@@ -19,7 +21,7 @@ export function setLogOrigin(worker: string, pid: number): void {
   jsonOrigin = `,"worker":${JSON.stringify(worker)},"pid":${pid}`;
 }
 
-// The supervisor forks its workers with their slot id in KEELSON_WORKER_ID. NODE_UNIQUE_ID is
-// what makes node:cluster's isWorker true; read directly, the logger need not load node:cluster.
-const { KEELSON_WORKER_ID: slot, NODE_UNIQUE_ID: clusterWorker } = process.env;
-if (clusterWorker !== undefined && slot !== undefined && /^\d+$/.test(slot)) setLogOrigin(slot, process.pid);
+// The supervisor forks its workers with their slot id in KEELSON_WORKER_ID. (Node deletes
+// NODE_UNIQUE_ID, which marks a cluster worker, during startup: ask node:cluster.)
+const slot = process.env.KEELSON_WORKER_ID;
+if (cluster.isWorker && slot !== undefined && /^\d+$/.test(slot)) setLogOrigin(slot, process.pid);
