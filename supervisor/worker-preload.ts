@@ -6,4 +6,7 @@
  */
 import { reportWorkerFailure } from "../src/internal/worker-link.js";
 
-process.on("uncaughtExceptionMonitor", (error) => reportWorkerFailure(error));
+process.on("uncaughtExceptionMonitor", (error) => {
+  // With a handler of the application's own, the worker may well live on: not its last words.
+  if (process.listenerCount("uncaughtException") === 0) reportWorkerFailure(error);
+});
