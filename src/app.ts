@@ -19,7 +19,7 @@ import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
-import { attachWorkerLink } from "./internal/worker-link.js";
+import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js";
 import { RequestState } from "./internal/request-state.js";
 import { newLogger, type Logger } from "./logger.js";
 import { json } from "./results.js";
@@ -95,7 +95,7 @@ export class App implements Router {
       hooks: this.#hooks,
       inflight: () => this.#inflight,
     });
-    // 1–4 of the spec's construction order: request logging and CORS start in onRequest, panic
+    // Steps 1–4 of the construction order in docs/routing.md: request logging and CORS start in onRequest, panic
     // recovery and the error handler are onError, the log line is written by fetch() once h3 has
     // the Response. Not h3's onResponse: that option costs every request four promises, and
     // each of them runs the async hooks of an OpenTelemetry context manager.
@@ -268,6 +268,10 @@ export class App implements Router {
         }
       }
       await this.#lifecycle.finished;
+    } catch (error) {
+      // Not ready yet: under the supervisor, the primary learns why this worker could not start.
+      if (releaseWorker === doNothing) reportWorkerFailure(error);
+      throw error;
     } finally {
       releaseWorker();
       releaseSignals();

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { randomPort, spawnProcess, type Running } from "./fixtures/supervisor-harness.js";
+import { freePort, spawnChild, type Child } from "./helpers/child.js";
 
 // The CLI's runtime setup, through the real CLI with cwd in a temp folder (where `.env` is looked for):
 // `.env` loading, and the compile cache turned on for the supervisor and inherited by its workers.
@@ -11,7 +11,7 @@ import { randomPort, spawnProcess, type Running } from "./fixtures/supervisor-ha
 const ROOT = resolve(import.meta.dirname, "..");
 const TSX = pathToFileURL(join(ROOT, "node_modules/tsx/dist/loader.mjs")).href;
 const temps: string[] = [];
-const running: Running[] = [];
+const running: Child[] = [];
 
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "keelson-runtime-"));
@@ -20,11 +20,14 @@ function tempDir(): string {
 }
 
 /** `keelson start test/fixtures/runtime-app.ts --workers 1` in `cwd`, with TMPDIR there too (the cache's default home). */
-function startCli(cwd: string, env: Record<string, string> = {}): Running {
-  const { NODE_COMPILE_CACHE: _cache, NODE_DISABLE_COMPILE_CACHE: _off, PORT: _port, KEELSON_DOTENV_PROBE: _probe, ...inherited } = process.env;
-  const started = spawnProcess(
+function startCli(cwd: string, env: Record<string, string> = {}): Child {
+  const started = spawnChild(
     [process.execPath, "--import", TSX, join(ROOT, "supervisor/cli.ts"), "start", join(ROOT, "test/fixtures/runtime-app.ts"), "--workers", "1"],
-    { cwd, env: { ...inherited, NODE_ENV: "development", TMPDIR: cwd, ...env } },
+    {
+      cwd,
+      group: true,
+      env: { NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined, PORT: undefined, KEELSON_DOTENV_PROBE: undefined, NODE_ENV: "development", TMPDIR: cwd, ...env },
+    },
   );
   running.push(started);
   return started;
@@ -37,10 +40,7 @@ async function readRuntime(port: number): Promise<{ compileCache: string | null;
 }
 
 afterEach(async () => {
-  for (const started of running.splice(0)) {
-    started.child.kill("SIGTERM");
-    await started.exited;
-  }
+  for (const started of running.splice(0)) await started.stop();
 });
 
 afterAll(() => {
@@ -50,7 +50,7 @@ afterAll(() => {
 describe("keelson start: .env", () => {
   it("loads an optional .env from the working directory, for the supervisor (PORT) and its workers", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     writeFileSync(join(cwd, ".env"), `# local settings\nPORT=${port}\nKEELSON_DOTENV_PROBE="from the file"\n`);
     const cli = startCli(cwd);
     await cli.waitFor(/ready on/);
@@ -59,7 +59,7 @@ describe("keelson start: .env", () => {
 
   it("lets a variable already in the environment win over the file", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     writeFileSync(join(cwd, ".env"), `PORT=${port + 1}\nKEELSON_DOTENV_PROBE=file\n`);
     const cli = startCli(cwd, { PORT: String(port), KEELSON_DOTENV_PROBE: "environment" });
     await cli.waitFor(/ready on/);
@@ -68,14 +68,14 @@ describe("keelson start: .env", () => {
 
   it("starts without a .env, and refuses to start on one it cannot read (exit 2, says why)", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     const plain = startCli(cwd, { PORT: String(port) });
     await plain.waitFor(/ready on/);
     expect((await readRuntime(port)).fromDotEnv).toBeNull();
 
     const broken = tempDir();
     mkdirSync(join(broken, ".env"));
-    const cli = startCli(broken, { PORT: String(randomPort()) });
+    const cli = startCli(broken, { PORT: String(await freePort()) });
     expect((await cli.exited).code).toBe(2);
     expect(cli.output()).toMatch(/keelson: cannot load .*\.env/);
   });
@@ -84,25 +84,24 @@ describe("keelson start: .env", () => {
 describe("keelson start: compile cache", () => {
   it("is on by default in <tmpdir>/node-compile-cache, for the workers too", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     const cli = startCli(cwd, { PORT: String(port) });
     await cli.waitFor(/ready on/);
     const { compileCache } = await readRuntime(port);
     expect(compileCache?.startsWith(join(cwd, "node-compile-cache") + "/")).toBe(true);
-    cli.child.kill("SIGTERM");
-    expect((await cli.exited).code).toBe(0);
+    expect((await cli.stop()).code).toBe(0);
     // Written when the processes exit: the next start reads it.
     expect(readdirSync(compileCache ?? "").length).toBeGreaterThan(0);
   });
 
   it("respects NODE_COMPILE_CACHE and NODE_DISABLE_COMPILE_CACHE", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     const chosen = startCli(cwd, { PORT: String(port), NODE_COMPILE_CACHE: join(cwd, "chosen") });
     await chosen.waitFor(/ready on/);
     expect((await readRuntime(port)).compileCache?.startsWith(join(cwd, "chosen") + "/")).toBe(true);
 
-    const other = randomPort();
+    const other = await freePort();
     const off = startCli(tempDir(), { PORT: String(other), NODE_DISABLE_COMPILE_CACHE: "1" });
     await off.waitFor(/ready on/);
     expect((await readRuntime(other)).compileCache).toBeNull();
@@ -110,7 +109,7 @@ describe("keelson start: compile cache", () => {
 
   it("warns in the supervisor's log when its folder cannot be created, and starts anyway", async () => {
     const cwd = tempDir();
-    const port = randomPort();
+    const port = await freePort();
     writeFileSync(join(cwd, "a-file"), "");
     const cli = startCli(cwd, { PORT: String(port), NODE_COMPILE_CACHE: join(cwd, "a-file", "cache") });
     await cli.waitFor(/ready on/);
