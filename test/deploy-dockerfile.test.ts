@@ -229,7 +229,7 @@ describe(".dockerignore", () => {
     const makefile = readFileSync(join(ROOT, "Makefile"), "utf8");
     const recipe = /^build:.*\n((?:\t.*\n)*)/m.exec(makefile)?.[1] ?? "";
     const referenced = recipe.match(/[\w./-]+\.(?:m?js|ts|json|sh)\b/g) ?? [];
-    const inputs = ["package.json", "package-lock.json", "Makefile", "tsconfig.json", "tsconfig.build.json", ...build.include.map((d) => `${d}/x.ts`), ...referenced];
+    const inputs = ["package.json", "package-lock.json", "Makefile", ".node-version", "tsconfig.json", "tsconfig.build.json", ...build.include.map((d) => `${d}/x.ts`), ...referenced];
     for (const path of inputs) expect(excluded(path), path).toBe(false);
   });
 });
