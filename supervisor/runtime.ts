@@ -30,7 +30,9 @@ export interface RuntimeSetup {
 export function prepareRuntime(cwd: string = process.cwd()): RuntimeSetup {
   const warnings: string[] = [];
   const envFile = loadDotEnv(join(cwd, ".env"));
-  const cache = enableCompileCache();
+  // The folder is passed explicitly: with no argument, Node 22 falls back to the temp folder when
+  // NODE_COMPILE_CACHE is unusable, while the workers would inherit the unusable one.
+  const cache = enableCompileCache(process.env.NODE_COMPILE_CACHE || undefined);
   let compileCache: string | undefined;
   if (cache.status === constants.compileCacheStatus.ENABLED || cache.status === constants.compileCacheStatus.ALREADY_ENABLED) {
     // ALREADY_ENABLED means NODE_COMPILE_CACHE was set: the workers inherit it as it is.
