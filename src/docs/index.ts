@@ -1,7 +1,6 @@
-import type { H3Event } from "h3";
-import type { App } from "../app.js";
+import { get, type RegisteredRoute, type Route } from "../route.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
-import { buildOpenAPIDocument, docsPaths } from "./openapi.js";
+import { buildOpenAPIDocument, docsPaths, type OpenAPIDocsConfig } from "./openapi.js";
 import { renderDocsPage } from "./page.js";
 
 const JSON_TYPE = "application/json;charset=UTF-8";
@@ -9,39 +8,41 @@ const JSON_TYPE = "application/json;charset=UTF-8";
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
 /**
- * Registers the docs routes on the App's h3 instance: `GET {docs.path}` (the Scalar page),
- * `GET {docs.path}/openapi.json` (the document) and `GET {docs.path}/scalar.js` (the Scalar
- * bundle, served from keelson's own build output). The document is built on first request and
- * rebuilt when routes have been added since; the bundle is read on first request and kept.
+ * The docs routes, hidden from the document they serve: `GET {docs.path}` (the Scalar page),
+ * `GET {docs.path}/openapi.json` (the document of `routes()`) and `GET {docs.path}/scalar.js`
+ * (the Scalar bundle, served from keelson's own build output). The document is built on first
+ * request and rebuilt when routes have been added since; the bundle is read on first request and kept.
  */
-export function registerDocs(app: App): void {
-  const engine = app.httpEngine;
-  const paths = docsPaths(app.config.docs.path);
-  const title = app.config.docs.title ?? app.config.serviceName;
-  let document: { key: string; json: string } | undefined;
+export function defineDocsRoutes(docs: OpenAPIDocsConfig & { path: string }, routes: () => readonly RegisteredRoute[]): Route[] {
+  const paths = docsPaths(docs.path);
+  let document: { count: number; json: string } | undefined;
   let page: string | undefined;
 
-  engine.get(paths.document, () => {
-    const key = `${engine["~routes"].length}:${app.routes.length}`;
-    if (document?.key !== key) document = { key, json: JSON.stringify(buildOpenAPIDocument(app)) };
+  const documentRoute = get(paths.document, () => {
+    const all = routes();
+    if (document?.count !== all.length) document = { count: all.length, json: JSON.stringify(buildOpenAPIDocument(all, docs)) };
     return new Response(document.json, { headers: { "content-type": JSON_TYPE, "cache-control": "no-cache" } });
   });
 
-  engine.get(paths.page, async () => {
-    page ??= renderDocsPage(title, (await loadScalarBundle()).version, paths.document);
+  const pageRoute = get(paths.page, async () => {
+    page ??= renderDocsPage(docs.title, (await loadScalarBundle()).version, paths.document);
     return new Response(page, { headers: { "content-type": "text/html;charset=UTF-8", "cache-control": "no-cache" } });
   });
 
-  engine.get(paths.script, async (event: H3Event) => {
+  const scriptRoute = get(paths.script, async (ctx) => {
     const bundle = await loadScalarBundle();
     const headers: Record<string, string> = {
       "content-type": "text/javascript;charset=UTF-8", "cache-control": IMMUTABLE, etag: bundle.etag, vary: "accept-encoding",
     };
-    if (matchesETag(event.req.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
-    const gzip = acceptsGzip(event.req.headers.get("accept-encoding"));
+    const request = ctx.event.req;
+    if (matchesETag(request.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
+    const gzip = acceptsGzip(request.headers.get("accept-encoding"));
     if (gzip) headers["content-encoding"] = "gzip";
     return new Response(gzip ? bundle.gzipped : bundle.body, { headers });
   });
+
+  // Registered in this order before: the document, the page, the bundle.
+  return [documentRoute, pageRoute, scriptRoute].map((route) => route.hide());
 }
 
 export { buildOpenAPIDocument } from "./openapi.js";
