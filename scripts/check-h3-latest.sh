@@ -21,6 +21,5 @@ npm ci --prefer-offline --no-audit --no-fund
 npm install --prefer-offline --no-audit --no-fund "h3@${target}"
 echo "check-h3-latest: testing with h3 $(node -p 'require("./node_modules/h3/package.json").version')"
 npx tsc --noEmit -p tsconfig.json
-npx tsc -p tsconfig.build.json
-node scripts/copy-scalar.mjs dist
+npm run build
 npx vitest run "$@"

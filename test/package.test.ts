@@ -1,0 +1,181 @@
+// The package as a user gets it: `npm pack` of a fresh copy of the repository (its prepack builds),
+// the tarball installed into a new project, a service compiled there with strict tsc, run under
+// the `keelson` command. Slow (a build and an npm install): every step has a generous timeout.
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const SLOW = 600_000;
+
+/** The tsconfig docs/getting-started.md recommends, as written there. */
+const RECOMMENDED_TSCONFIG = {
+  compilerOptions: {
+    target: "ES2023",
+    lib: ["ESNext", "DOM"],
+    module: "NodeNext",
+    moduleResolution: "NodeNext",
+    types: ["node"],
+    strict: true,
+    skipLibCheck: true,
+    outDir: "dist",
+    rootDir: "src",
+  },
+  include: ["src"],
+};
+
+const SERVICE = `import { App, get, notFound } from "keelson";
+import { definePrometheus } from "keelson/metrics";
+import type { SupervisorOptions } from "keelson/supervisor";
+
+const workers: SupervisorOptions["workers"] = 2;
+const app = new App({ serviceName: "packed", docs: { title: "Packed" } });
+app.use(definePrometheus());
+app.group("/api").route(get("/hello/:name", (ctx) => {
+  if (ctx.params.name === "nobody") throw notFound("no such person");
+  return { hello: ctx.params.name, workers };
+}));
+await app.listen();
+`;
+
+interface Run {
+  readonly code: number | null;
+  readonly output: string;
+}
+
+/** Runs a command to its end; rejects with its output when it fails. */
+function run(command: string, args: string[], cwd: string): Promise<Run> {
+  return new Promise((done, fail) => {
+    const child = spawn(command, args, { cwd, env: { ...process.env, npm_config_update_notifier: "false" } });
+    let output = "";
+    child.stdout.on("data", (chunk: Buffer) => void (output += chunk));
+    child.stderr.on("data", (chunk: Buffer) => void (output += chunk));
+    child.on("error", fail);
+    child.on("close", (code) => (code === 0 ? done({ code, output }) : fail(new Error(`${command} ${args.join(" ")} exited ${code}:\n${output}`))));
+  });
+}
+
+const npm = (args: string[], cwd: string) => run("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], cwd);
+
+/** A port the kernel has just handed out and released. */
+function freePort(): Promise<number> {
+  return new Promise((done, fail) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => done(port));
+    });
+    server.on("error", fail);
+  });
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" });
+}
+
+let work: string;
+let tarball: string;
+let service: string;
+let unpacked: string;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "keelson-package-"));
+  // A fresh clone: the tracked sources without dist/ or node_modules/ (those are linked, not installed).
+  const repo = join(work, "repo");
+  await run("sh", ["-c", `mkdir -p "${repo}" && tar --exclude=./node_modules --exclude=./dist --exclude=./.git -cf - . | tar -xf - -C "${repo}"`], ROOT);
+  symlinkSync(join(ROOT, "node_modules"), join(repo, "node_modules"), "dir");
+  await npm(["pack", "--pack-destination", work], repo);
+  const packed = readdirSync(work).filter((f) => f.endsWith(".tgz"));
+  expect(packed).toHaveLength(1);
+  tarball = join(work, packed[0]!);
+  unpacked = join(work, "unpacked");
+  await run("sh", ["-c", `mkdir -p "${unpacked}" && tar -xzf "${tarball}" -C "${unpacked}"`], work);
+
+  service = join(work, "service");
+  await run("mkdir", ["-p", join(service, "src")], work);
+  writeFileSync(join(service, "package.json"), JSON.stringify({ name: "packed-service", private: true, type: "module" }));
+  writeFileSync(join(service, "src", "main.ts"), SERVICE);
+  const dev = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
+  await npm(["install", tarball, `typescript@${dev.typescript}`, `@types/node@${dev["@types/node"]}`], service);
+}, SLOW);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the npm package", () => {
+  it("holds the build with the Scalar bundle and both licences, the sources its maps point at, and no examples", () => {
+    const files = filesUnder(join(unpacked, "package"));
+    for (const file of [
+      "LICENSE", "dist/src/index.js", "dist/src/index.d.ts", "dist/supervisor/cli.js", "dist/src/metrics/index.js",
+      "dist/src/docs/vendor/scalar-standalone.js", "dist/src/docs/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "supervisor/cli.ts",
+    ]) expect(files, file).toContain(file);
+    expect(files.filter((f) => f.startsWith("dist/examples") || f.startsWith("test") || f.startsWith("load-tests"))).toEqual([]);
+    expect(readFileSync(join(unpacked, "package", "LICENSE"), "utf8")).toContain("Copyright (c) 2026 keelson contributors");
+    const maps = files.filter((f) => f.endsWith(".map"));
+    expect(maps.length).toBeGreaterThan(50);
+    const missing = maps.flatMap((map) => {
+      const { sources } = JSON.parse(readFileSync(join(unpacked, "package", map), "utf8")) as { sources: string[] };
+      return sources.map((source) => resolve(dirname(join(unpacked, "package", map)), source)).filter((source) => !existsSync(source));
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("compiles a service with strict tsc and the recommended tsconfig, and with skipLibCheck: false plus crossws", async () => {
+    const tsc = join(service, "node_modules", "typescript", "bin", "tsc");
+    writeFileSync(join(service, "tsconfig.json"), JSON.stringify(RECOMMENDED_TSCONFIG, null, 2));
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], service);
+    expect(existsSync(join(service, "dist", "main.js"))).toBe(true);
+    // h3's types import crossws (an optional peer of h3): checking them needs it installed.
+    const h3 = JSON.parse(readFileSync(join(service, "node_modules", "h3", "package.json"), "utf8")) as { peerDependencies: Record<string, string> };
+    await npm(["install", "--save-dev", `crossws@${h3.peerDependencies.crossws}`], service);
+    const strict = { ...RECOMMENDED_TSCONFIG, compilerOptions: { ...RECOMMENDED_TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true } };
+    writeFileSync(join(service, "tsconfig.strict.json"), JSON.stringify(strict, null, 2));
+    await run(process.execPath, [tsc, "-p", "tsconfig.strict.json"], service);
+  }, SLOW);
+
+  it("runs under the keelson command with 2 workers: /health, the API, /metrics, /docs and its Scalar script", async () => {
+    expect(existsSync(join(service, "dist", "main.js")), "the compile test runs first").toBe(true);
+    const port = await freePort();
+    const child: ChildProcess = spawn(join(service, "node_modules", ".bin", "keelson"), ["start", "dist/main.js", "--workers", "2", "--port", String(port)], {
+      cwd: service, env: { ...process.env, NODE_ENV: "development" },
+    });
+    let output = "";
+    const exited = new Promise<number | null>((done) => child.on("exit", (code) => done(code)));
+    try {
+      await new Promise<void>((ready, fail) => {
+        const watch = (chunk: Buffer) => {
+          output += chunk;
+          if (/2 worker\(s\) ready in \d+ms/.test(output)) ready();
+        };
+        child.stdout!.on("data", watch);
+        child.stderr!.on("data", watch);
+        void exited.then((code) => fail(new Error(`keelson exited ${code} before its workers were ready:\n${output}`)));
+      });
+      const base = `http://127.0.0.1:${port}`;
+      const health = await fetch(`${base}/health`);
+      expect([health.status, ((await health.json()) as { service: string }).service]).toEqual([200, "packed"]);
+      expect(await (await fetch(`${base}/api/hello/ada`)).json()).toEqual({ hello: "ada", workers: 2 });
+      expect((await fetch(`${base}/api/hello/nobody`)).status).toBe(404);
+      const metrics = await fetch(`${base}/metrics`);
+      expect([metrics.status, (await metrics.text()).includes("http_request_duration_seconds")]).toEqual([200, true]);
+      const page = await fetch(`${base}/docs`);
+      const html = await page.text();
+      expect([page.status, html.includes("<title>Packed")]).toEqual([200, true]);
+      const script = /"(\/[^"]*scalar\.js\?v=[\w-]+)"/.exec(html)?.[1];
+      expect(script, html).toBeDefined();
+      const bundle = await fetch(`${base}/docs${script}`);
+      expect([bundle.status, bundle.headers.get("content-type")]).toEqual([200, "text/javascript;charset=UTF-8"]);
+      const body = await bundle.text();
+      expect(body.length).toBeGreaterThan(1_000_000);
+      expect(body).toContain("createApiReference");
+      const document = (await (await fetch(`${base}/docs/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      expect(Object.keys(document.paths)).toEqual(["/health", "/api/hello/{name}"]);
+    } finally {
+      child.kill("SIGTERM");
+    }
+    expect(await exited, output).toBe(0);
+  }, SLOW);
+});
