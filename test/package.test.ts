@@ -1,12 +1,11 @@
 // The package as a user gets it: `npm pack` of a fresh copy of the repository (its prepack builds),
 // the tarball installed into a new project, a service compiled there with strict tsc, run under
 // the `keelson` command. Slow (a build and an npm install): every step has a generous timeout.
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const SLOW = 600_000;
@@ -36,35 +35,15 @@ app.group("/api").route(get("/hello/:name", (ctx) => {
 await app.listen();
 `;
 
-interface Run {
-  readonly code: number | null;
-  readonly output: string;
-}
-
 /** Runs a command to its end; rejects with its output when it fails. */
-function run(command: string, args: string[], cwd: string): Promise<Run> {
-  return new Promise((done, fail) => {
-    const child = spawn(command, args, { cwd, env: { ...process.env, npm_config_update_notifier: "false" } });
-    let output = "";
-    child.stdout.on("data", (chunk: Buffer) => void (output += chunk));
-    child.stderr.on("data", (chunk: Buffer) => void (output += chunk));
-    child.on("error", fail);
-    child.on("close", (code) => (code === 0 ? done({ code, output }) : fail(new Error(`${command} ${args.join(" ")} exited ${code}:\n${output}`))));
-  });
+async function run(command: string, args: string[], cwd: string): Promise<string> {
+  const child = spawnChild([command, ...args], { cwd, env: { npm_config_update_notifier: "false" } });
+  const { code } = await child.exited;
+  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited ${code}:\n${child.output()}`);
+  return child.output();
 }
 
 const npm = (args: string[], cwd: string) => run("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], cwd);
-
-/** A port the kernel has just handed out and released. */
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-    server.on("error", fail);
-  });
-}
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" });
@@ -97,6 +76,8 @@ beforeAll(async () => {
   const dev = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
   await npm(["install", tarball, `typescript@${dev.typescript}`, `@types/node@${dev["@types/node"]}`], service);
 }, SLOW);
+
+afterEach(() => killAllChildren());
 
 afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
@@ -137,23 +118,11 @@ describe("the npm package", () => {
   it("runs under the keelson command with 2 workers: /health, the API, /metrics, /docs and its Scalar script", async () => {
     expect(compiled, "the compile test passes first").toBe(true);
     const port = await freePort();
-    const child: ChildProcess = spawn(join(service, "node_modules", ".bin", "keelson"), ["start", "dist/main.js", "--workers", "2", "--port", String(port)], {
-      cwd: service, env: { ...process.env, NODE_ENV: "development" },
+    const keelson = spawnChild([join(service, "node_modules", ".bin", "keelson"), "start", "dist/main.js", "--workers", "2", "--port", String(port)], {
+      cwd: service, env: { NODE_ENV: "development" }, group: true,
     });
-    let output = "";
-    // "close" also follows a failed spawn (no such command), where "exit" never comes.
-    const exited = new Promise<number | null>((done) => child.on("close", (code) => done(code)));
-    child.on("error", (error) => void (output += `${error.message}\n`));
     try {
-      await new Promise<void>((ready, fail) => {
-        const watch = (chunk: Buffer) => {
-          output += chunk;
-          if (/2 worker\(s\) ready in \d+ms/.test(output)) ready();
-        };
-        child.stdout!.on("data", watch);
-        child.stderr!.on("data", watch);
-        void exited.then((code) => fail(new Error(`keelson exited ${code} before its workers were ready:\n${output}`)));
-      });
+      await keelson.waitFor(/2 worker\(s\) ready in \d+ms/, { timeoutMs: 60_000 });
       const base = `http://127.0.0.1:${port}`;
       const health = await fetch(`${base}/health`);
       expect([health.status, ((await health.json()) as { service: string }).service]).toEqual([200, "packed"]);
@@ -174,8 +143,9 @@ describe("the npm package", () => {
       const document = (await (await fetch(`${base}/docs/openapi.json`)).json()) as { paths: Record<string, unknown> };
       expect(Object.keys(document.paths)).toEqual(["/health", "/api/hello/{name}"]);
     } finally {
-      child.kill("SIGTERM");
+      await keelson.stop();
     }
-    expect(await exited, output).toBe(0);
+    // SIGTERM drains both workers: a clean exit.
+    expect((await keelson.exited).code, keelson.output()).toBe(0);
   }, SLOW);
 });
