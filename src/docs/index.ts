@@ -1,9 +1,9 @@
+import { JSON_HEADERS } from "../internal/headers.js";
 import { get, type RegisteredRoute, type Route } from "../route.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
-import { buildOpenAPIDocument, docsPaths, type OpenAPIDocsConfig } from "./openapi.js";
-import { renderDocsPage } from "./page.js";
+import { buildOpenAPIDocument, docsPaths, parseServer, type OpenAPIDocsConfig } from "./openapi.js";
+import { renderDocsPage, serverOrigin } from "./page.js";
 
-const JSON_TYPE = "application/json;charset=UTF-8";
 // The bundle URL carries a content hash (`?v=`): a new bundle is a new URL.
 const IMMUTABLE = "public, max-age=31536000, immutable";
 
@@ -16,23 +16,28 @@ const IMMUTABLE = "public, max-age=31536000, immutable";
 export function defineDocsRoutes(docs: OpenAPIDocsConfig & { path: string }, routes: () => readonly RegisteredRoute[]): Route[] {
   const paths = docsPaths(docs.path);
   let document: { count: number; json: string } | undefined;
-  let page: string | undefined;
+  let page: { html: string; headers: Record<string, string> } | undefined;
 
   const documentRoute = get(paths.document, () => {
     const all = routes();
     if (document?.count !== all.length) document = { count: all.length, json: JSON.stringify(buildOpenAPIDocument(all, docs)) };
-    return new Response(document.json, { headers: { "content-type": JSON_TYPE, "cache-control": "no-cache" } });
+    return new Response(document.json, { headers: { ...JSON_HEADERS, "cache-control": "no-cache" } });
   });
 
   const pageRoute = get(paths.page, async () => {
-    page ??= renderDocsPage(docs.title, (await loadScalarBundle()).version, paths.document);
-    return new Response(page, { headers: { "content-type": "text/html;charset=UTF-8", "cache-control": "no-cache" } });
+    if (page === undefined) {
+      const connect = (docs.servers ?? []).map((entry) => serverOrigin(parseServer(entry).url));
+      const rendered = renderDocsPage(docs.title, (await loadScalarBundle()).version, paths.document, connect.filter((o) => o !== undefined));
+      page = { html: rendered.html, headers: { ...rendered.headers, "content-type": "text/html;charset=UTF-8", "cache-control": "no-cache" } };
+    }
+    return new Response(page.html, { headers: page.headers });
   });
 
   const scriptRoute = get(paths.script, async (ctx) => {
     const bundle = await loadScalarBundle();
     const headers: Record<string, string> = {
       "content-type": "text/javascript;charset=UTF-8", "cache-control": IMMUTABLE, etag: bundle.etag, vary: "accept-encoding",
+      "x-content-type-options": "nosniff",
     };
     const request = ctx.event.req;
     if (matchesETag(request.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
@@ -41,7 +46,7 @@ export function defineDocsRoutes(docs: OpenAPIDocsConfig & { path: string }, rou
     return new Response(gzip ? bundle.gzipped : bundle.body, { headers });
   });
 
-  // Registered in this order before: the document, the page, the bundle.
+  // In the order they were always registered: the document, the page, the bundle.
   return [documentRoute, pageRoute, scriptRoute].map((route) => route.hide());
 }
 
