@@ -7,7 +7,7 @@ import {
 import { defineDocsRoutes } from "./docs/index.js";
 import { documentAsHealth } from "./docs/builtins.js";
 import { createError } from "./errors.js";
-import { Group, joinPath, type Module, type Router } from "./group.js";
+import { Group, type Module, type Router } from "./group.js";
 import { checkHealth } from "./health.js";
 import {
   UNMATCHED_ROUTE, noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook,
@@ -15,6 +15,7 @@ import {
 } from "./integrations.js";
 import { allowedMethods, buildAllowRouter, type AllowRouter } from "./internal/allow.js";
 import { createCors, type Cors } from "./internal/cors.js";
+import { joinPath } from "./internal/path.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./internal/error-response.js";
 import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";

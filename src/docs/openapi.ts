@@ -1,5 +1,5 @@
 import type { DocsConfig } from "../config.js";
-import { joinPath } from "../group.js";
+import { joinPath } from "../internal/path.js";
 import type { RegisteredRoute } from "../route.js";
 import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthRoute } from "./builtins.js";
 import { SchemaCollector } from "./components.js";
