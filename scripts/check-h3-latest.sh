@@ -2,7 +2,7 @@
 # keelson depends on h3 ^2: a user's fresh install gets the newest h3 2.x, not the version in our
 # lock. This runs the typecheck and the tests against that newest 2.x, in a scratch copy of the
 # repository (the checkout and its lock are untouched), so a breaking h3 release fails CI first.
-# Arguments are passed to vitest (default: every test file). H3_VERSION=2.x.y tests that version instead.
+# Arguments are passed to vitest (default: the projects `make test` runs). H3_VERSION=2.x.y tests that version instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 locked=$(node -p 'require("./node_modules/h3/package.json").version' 2>/dev/null || echo "?")
@@ -22,4 +22,5 @@ npm install --prefer-offline --no-audit --no-fund "h3@${target}"
 echo "check-h3-latest: testing with h3 $(node -p 'require("./node_modules/h3/package.json").version')"
 npx tsc --noEmit -p tsconfig.json
 npm run build
+if [ "$#" -eq 0 ]; then set -- --project unit --project socket --project process --project browser; fi
 npx vitest run "$@"
