@@ -14,8 +14,7 @@ install: $(STAMP)
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 build: $(STAMP)
-	npx tsc -p tsconfig.build.json
-	node scripts/copy-scalar.mjs dist
+	npm run build
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor test examples load-tests
