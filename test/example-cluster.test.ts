@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 
 // The bookstore under the real supervisor with 4 workers (CLI from source), on a shared database:
@@ -11,7 +11,6 @@ import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 const ROOT = resolve(import.meta.dirname, "..");
 const WORKERS = 4;
 const BOOKS = 200;
-const live = new Set<ChildProcess>();
 const dir = mkdtempSync(join(tmpdir(), "keelson-example-"));
 let pg: TestPostgres;
 
@@ -19,10 +18,7 @@ beforeAll(async () => {
   pg = await startPostgres();
 }, 120_000);
 
-afterEach(() => {
-  for (const child of live) child.kill("SIGKILL");
-  live.clear();
-});
+afterEach(killAllChildren);
 
 afterAll(() => {
   pg?.stop();
@@ -30,22 +26,13 @@ afterAll(() => {
 });
 
 async function startBookstore(env: Record<string, string>): Promise<number> {
-  const port = 20_000 + Math.floor(Math.random() * 40_000);
-  const child = spawn(process.execPath, ["--import", "tsx", "supervisor/cli.ts", "start", "examples/bookstore/main.ts",
-    "--workers", String(WORKERS), "--port", String(port)], {
-    cwd: ROOT, env: { ...process.env, NODE_ENV: "development", ...env }, stdio: ["ignore", "pipe", "pipe"],
-  });
-  live.add(child);
-  let text = "";
-  child.stdout.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (text += chunk.toString()));
+  const port = await freePort();
+  const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "examples/bookstore/main.ts",
+    "--workers", String(WORKERS), "--port", String(port)], { cwd: ROOT, env: { NODE_ENV: "development", ...env }, group: true });
   // Each worker logs this line once its startup (schema and seed included) is done.
-  const deadline = Date.now() + 60_000;
-  while (text.split("\n").filter((line) => /bookstore listening on/.test(line)).length < WORKERS) {
-    if (child.exitCode !== null) throw new Error(`supervisor exited (${child.exitCode}):\n${text}`);
-    if (Date.now() > deadline) throw new Error(`${WORKERS} workers did not start within 60 s:\n${text}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
+  await child.waitUntil((out) => out.split("\n").filter((line) => /bookstore listening on/.test(line)).length >= WORKERS, {
+    timeoutMs: 60_000, what: `${WORKERS} workers listening`,
+  });
   return port;
 }
 

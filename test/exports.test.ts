@@ -8,7 +8,7 @@ import * as sql from "../src/sql/index.js";
 import * as tracing from "../src/tracing/index.js";
 import * as supervisor from "../supervisor/index.js";
 
-const entryPaths = ["../src/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../supervisor/index.ts"];
+const entryPaths = ["../src/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../supervisor/index.ts"];
 let program: ts.Program | undefined;
 
 /** The names an entry point exports only as types (not at runtime), as the compiler sees them. */

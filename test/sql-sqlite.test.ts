@@ -1,10 +1,10 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
 import { defineDatabaseModule, defineSQLHealthChecker, defineSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { spawnChild } from "./helpers/child.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -88,14 +88,8 @@ describe("openSQLite", () => {
 
   it("loses no write when 4 processes create the table and insert into the same file at once", async () => {
     const file = newFile();
-    const writers = ["w1", "w2", "w3", "w4"].map((tag) => new Promise<string>((resolveOut, reject) => {
-      const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/sqlite-writer.ts", file, tag, "60"], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
-      let out = "";
-      child.stdout.on("data", (c: Buffer) => (out += c));
-      child.stderr.on("data", (c: Buffer) => (out += c));
-      child.on("error", reject).on("exit", (code) => (code === 0 ? resolveOut(out) : reject(new Error(`${tag} exited ${code}: ${out}`))));
-    }));
-    for (const out of await Promise.all(writers)) expect(out).toBe("done\n");
+    const writers = ["w1", "w2", "w3", "w4"].map((tag) => spawnChild([process.execPath, "--import", "tsx", "test/fixtures/sqlite-writer.ts", file, tag, "60"], { cwd: ROOT }));
+    for (const writer of writers) expect({ exit: (await writer.exited).code, output: writer.output() }).toEqual({ exit: 0, output: "done\n" });
     const rows = (await table(open(file)).findAll(undefined, { page: 1, limit: 100 })).total;
     expect(rows).toBe(241);
     const ids = (await open(file).query<{ id: string }>("SELECT id FROM rows")).map((r) => r.id);

@@ -1,9 +1,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { openPostgres, type SQLDatabase } from "../../src/sql/index.js";
+import { freePort } from "./child.js";
 
 /** A PostgreSQL server of this test file: initdb in a temp folder, pg_ctl on a free port. */
 export interface TestPostgres {
@@ -23,15 +23,6 @@ function findBinaries(): string {
   const newest = versions.map(Number).filter(Number.isFinite).toSorted((a, b) => b - a)[0];
   if (newest === undefined) throw new Error(INSTALL_HINT);
   return join(root, String(newest), "bin");
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    }).on("error", reject);
-  });
 }
 
 /**
