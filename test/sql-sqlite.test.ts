@@ -97,6 +97,17 @@ describe("openSQLite", () => {
     expect(ids.filter((id) => id === "seed")).toHaveLength(1);
   }, 60_000);
 
+  it("never loads the postgres driver for a SQLite user (postgres is an optional peer dependency)", async () => {
+    const run = async (...args: string[]) => {
+      const child = spawnChild([process.execPath, "--import", "tsx", "test/fixtures/sql-without-postgres.ts", ...args], { cwd: ROOT });
+      expect((await child.exited).code, child.output()).toBe(0);
+      return child.output();
+    };
+    expect(await run()).toBe("sqlite: 1 row\n");
+    // The control: openPostgres() does resolve it, and says what to install when it cannot.
+    expect(await run("pg")).toBe("sqlite: 1 row\npostgres: openPostgres() needs the `postgres` package: npm install postgres (the postgres package was loaded)\n");
+  });
+
   it("rejects table and column names that are not plain identifiers", () => {
     const db = open(":memory:");
     expect(() => defineSQLRepository(db, { table: 'x"; DROP TABLE y; --', columns: { id: "text" } })).toThrow(/invalid SQL identifier/);

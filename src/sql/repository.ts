@@ -106,13 +106,19 @@ export function defineSQLRepository<T extends object, ID extends SQLValue = stri
     await ready;
   };
 
+  const count = async (signal: AbortSignal | undefined): Promise<number> => {
+    await init(signal);
+    return Number((await db.query(sql.count, [], signal))[0]?.n ?? 0);
+  };
+
   return {
     init,
+    count,
     async findAll(signal: AbortSignal | undefined, query: PageQuery): Promise<Page<T>> {
       await init(signal);
       const rows = await db.query(sql.page, [query.limit, pageOffset(query)], signal);
       // Past the last page there is no row to carry the total: ask for it.
-      const total = rows.length > 0 ? Number(rows[0]!.keelson_total) : await this.count(signal);
+      const total = rows.length > 0 ? Number(rows[0]!.keelson_total) : await count(signal);
       return newPage(rows.map(fromRow), total, query.page, query.limit);
     },
     async findById(signal: AbortSignal | undefined, key: ID): Promise<T | undefined> {
@@ -133,10 +139,6 @@ export function defineSQLRepository<T extends object, ID extends SQLValue = stri
     async delete(signal: AbortSignal | undefined, key: ID): Promise<boolean> {
       await init(signal);
       return (await db.query(sql.delete, [key], signal)).length > 0;
-    },
-    async count(signal: AbortSignal | undefined): Promise<number> {
-      await init(signal);
-      return Number((await db.query(sql.count, [], signal))[0]?.n ?? 0);
     },
   };
 }

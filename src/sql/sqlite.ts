@@ -15,6 +15,9 @@ export interface SQLiteOptions {
   busyTimeoutMs?: number;
 }
 
+/** Prepared statements kept per handle. */
+const MAX_STATEMENTS = 200;
+
 /**
  * The running migration of each database file in this process. While one handle's write
  * transaction is open, another handle on the same file in the same thread must not even try to
@@ -62,6 +65,8 @@ export function openSQLite(options: SQLiteOptions): SQLDatabase {
     if (closed) throw new Error("the database is closed");
     let statement = statements.get(sql);
     if (!statement) {
+      // Bounded: queries built with varying text must not grow the cache without end.
+      if (statements.size >= MAX_STATEMENTS) statements.delete(statements.keys().next().value!);
       statement = db.prepare(sql);
       statements.set(sql, statement);
     }
