@@ -229,8 +229,8 @@ describe(".dockerignore", () => {
     return result;
   };
 
-  it("keeps host node_modules, dist, git history and env files out of the build context", () => {
-    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local"]) {
+  it("keeps host node_modules, dist, git history, env files and the local database out of the build context", () => {
+    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local", "data/bookstore.db", "data/bookstore.db-wal"]) {
       expect(excluded(path), path).toBe(true);
     }
   });

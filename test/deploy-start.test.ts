@@ -20,7 +20,7 @@ const runtime = dockerfile.stages.at(-1) as Stage;
 const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
 const imageEnv = getStageEnv(runtime);
 const servers: Server[] = [];
-const cleanups: (() => void)[] = [];
+const cleanups: (() => Promise<void>)[] = [];
 
 /** An image path (`/app/dist/x.js`) as a path in this checkout. */
 const toHost = (arg: string) => (arg === workdir ? ROOT : arg.startsWith(`${workdir}/`) ? join(ROOT, arg.slice(workdir.length + 1)) : arg);
@@ -51,7 +51,7 @@ beforeAll(() => {
 afterEach(async () => {
   killAllChildren();
   for (const server of servers.splice(0)) await new Promise((r) => server.close(r));
-  for (const cleanup of cleanups.splice(0)) cleanup();
+  for (const cleanup of cleanups.splice(0)) await cleanup();
 });
 
 interface Started {

@@ -20,8 +20,8 @@ beforeAll(async () => {
 
 afterEach(killAllChildren);
 
-afterAll(() => {
-  pg?.stop();
+afterAll(async () => {
+  await pg?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -18,7 +18,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const db of opened.splice(0)) await db.close();
-  pg?.stop();
+  await pg?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 

@@ -38,7 +38,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   for (const db of opened.splice(0)) await db.close();
-  pg?.stop();
+  await pg?.stop();
 });
 
 describe("openPostgres", () => {

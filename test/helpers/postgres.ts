@@ -11,7 +11,8 @@ export interface TestPostgres {
   readonly url: string;
   /** Creates an empty database and returns its URL (one per test keeps tests apart). */
   createDatabase(): Promise<string>;
-  stop(): void;
+  /** Closes the helper's own connection, stops the server (immediate mode) and deletes its folder. */
+  stop(): Promise<void>;
 }
 
 const INSTALL_HINT = "PostgreSQL is not installed: run `make test` (it installs it) or `apt-get install -y postgresql`";
@@ -58,8 +59,8 @@ export async function startPostgres(): Promise<TestPostgres> {
       await admin.query(`CREATE DATABASE ${name}`);
       return `postgres://keelson@127.0.0.1:${port}/${name}`;
     },
-    stop() {
-      void admin.close();
+    async stop() {
+      await admin.close();
       try {
         pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
       } finally {
