@@ -32,6 +32,12 @@ describe("openSQLite", () => {
     expect(await db.query("PRAGMA busy_timeout")).toEqual([{ timeout: 5000 }]);
   });
 
+  it("leaves process.emitWarning as it found it (only node:sqlite's experimental warning is dropped, on Node 22)", () => {
+    const before = process.emitWarning;
+    open(":memory:");
+    expect(process.emitWarning).toBe(before);
+  });
+
   it("shares one file between handles: a write through one is read through the other", async () => {
     const file = newFile();
     const [a, b] = [table(open(file)), table(open(file))];

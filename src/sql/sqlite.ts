@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { DatabaseSync, type SQLInputValue, type StatementSync } from "node:sqlite";
+import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
 
 /** Options of `openSQLite()`. */
@@ -31,6 +31,27 @@ async function afterMigration(key: string | symbol): Promise<void> {
   for (let running = migrations.get(key); running; running = migrations.get(key)) await running.catch(() => {});
 }
 
+let sqlite: typeof import("node:sqlite") | undefined;
+
+/**
+ * node:sqlite, loaded on the first openSQLite() (PostgreSQL users never load it). Node 22 marks it
+ * experimental and prints that warning once per process, in every worker: that one warning is
+ * dropped (Node 24 no longer prints it); every other warning goes through.
+ */
+function loadSQLite(): typeof import("node:sqlite") {
+  if (sqlite) return sqlite;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function filtered(this: NodeJS.Process, warning: string | Error, ...rest: unknown[]) {
+    if (String(warning instanceof Error ? warning.message : warning).startsWith("SQLite is an experimental feature")) return;
+    return Reflect.apply(emitWarning, this, [warning, ...rest]);
+  } as typeof process.emitWarning;
+  try {
+    return (sqlite = process.getBuiltinModule("node:sqlite"));
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+}
+
 function toSQLite(value: SQLValue): SQLInputValue {
   return typeof value === "boolean" ? (value ? 1 : 0) : value;
 }
@@ -50,7 +71,7 @@ function toSQLite(value: SQLValue): SQLInputValue {
 export function openSQLite(options: SQLiteOptions): SQLDatabase {
   const memory = options.file === ":memory:";
   if (!memory) mkdirSync(dirname(options.file), { recursive: true });
-  const db = new DatabaseSync(options.file);
+  const db: DatabaseSync = new (loadSQLite().DatabaseSync)(options.file);
   // busy_timeout first: switching to WAL takes a lock that another starting worker may hold.
   db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
   if (!memory) db.exec("PRAGMA journal_mode = WAL");
