@@ -104,14 +104,9 @@ describe("openSQLite", () => {
   }, 60_000);
 
   it("never loads the postgres driver for a SQLite user (postgres is an optional peer dependency)", async () => {
-    const run = async (...args: string[]) => {
-      const child = spawnChild([process.execPath, "--import", "tsx", "test/fixtures/sql-without-postgres.ts", ...args], { cwd: ROOT });
-      expect((await child.exited).code, child.output()).toBe(0);
-      return child.output();
-    };
-    expect(await run()).toBe("sqlite: 1 row\n");
+    expect(await runWithoutPostgres()).toBe("sqlite: 1 row\n");
     // The control: openPostgres() does resolve it, and says what to install when it cannot.
-    expect(await run("pg")).toBe("sqlite: 1 row\npostgres: openPostgres() needs the `postgres` package: npm install postgres (the postgres package was loaded)\n");
+    expect(await runWithoutPostgres("pg")).toBe("sqlite: 1 row\npostgres: openPostgres() needs the `postgres` package: npm install postgres (the postgres package was loaded)\n");
   });
 
   it("rejects table and column names that are not plain identifiers", () => {
@@ -120,6 +115,13 @@ describe("openSQLite", () => {
     expect(() => defineSQLRepository<{ id: string; "a b": string }>(db, { table: "x", columns: { id: "text", "a b": "text" } })).toThrow(/invalid SQL identifier/);
   });
 });
+
+/** Runs the fixture that opens SQLite (and, with "pg", PostgreSQL) and prints what it loaded. */
+async function runWithoutPostgres(...args: string[]): Promise<string> {
+  const child = spawnChild([process.execPath, "--import", "tsx", "test/fixtures/sql-without-postgres.ts", ...args], { cwd: ROOT });
+  expect((await child.exited).code, child.output()).toBe(0);
+  return child.output();
+}
 
 describe("defineDatabaseModule on SQLite", () => {
   it("answers /health UP, a duplicate id is a 409 response, and shutdown closes the database", async () => {
