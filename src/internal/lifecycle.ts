@@ -3,6 +3,7 @@ import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logger.js";
+import { StandardReasonResponse } from "./status-line.js";
 
 /** What happened during a shutdown; `clean` decides the exit code (0 or 1). */
 export interface ShutdownReport {
@@ -107,7 +108,11 @@ export class Lifecycle {
     // exclusive: false lets cluster workers share the primary's handle; gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
-    const server = serve({ fetch, port, hostname: host, silent: true, gracefulShutdown: false, node: { exclusive: false } });
+    // StandardReasonResponse: the status line carries its reason phrase (`200 OK`, not `200 `).
+    const server = serve({
+      fetch, port, hostname: host, silent: true, gracefulShutdown: false,
+      node: { exclusive: false, ServerResponse: StandardReasonResponse },
+    });
     try {
       await server.ready();
     } catch (error) {
