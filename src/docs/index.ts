@@ -1,5 +1,6 @@
 import type { H3Event } from "h3";
 import type { App } from "../app.js";
+import { sharedBody } from "../internal/shared-body.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
 import { buildOpenAPIDocument, docsPaths } from "./openapi.js";
 import { renderDocsPage } from "./page.js";
@@ -18,13 +19,13 @@ export function registerDocs(app: App): void {
   const engine = app.httpEngine;
   const paths = docsPaths(app.config.docs.path);
   const title = app.config.docs.title ?? app.config.serviceName;
-  let document: { key: string; json: string } | undefined;
+  let document: { key: string; json: Uint8Array<ArrayBuffer> } | undefined;
   let page: string | undefined;
 
   engine.get(paths.document, () => {
     const key = `${engine["~routes"].length}:${app.routes.length}`;
-    if (document?.key !== key) document = { key, json: JSON.stringify(buildOpenAPIDocument(app)) };
-    return new Response(document.json, { headers: { "content-type": JSON_TYPE, "cache-control": "no-cache" } });
+    if (document?.key !== key) document = { key, json: Buffer.from(JSON.stringify(buildOpenAPIDocument(app))) };
+    return sharedBody(document.json, { "content-type": JSON_TYPE, "cache-control": "no-cache" });
   });
 
   engine.get(paths.page, async () => {
@@ -40,7 +41,7 @@ export function registerDocs(app: App): void {
     if (matchesETag(event.req.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
     const gzip = acceptsGzip(event.req.headers.get("accept-encoding"));
     if (gzip) headers["content-encoding"] = "gzip";
-    return new Response(gzip ? bundle.gzipped : bundle.body, { headers });
+    return sharedBody(gzip ? bundle.gzipped : bundle.body, headers);
   });
 }
 
