@@ -50,13 +50,17 @@ export interface CorsConfig {
   /** Default: echo the request's Access-Control-Request-Headers. */
   allowHeaders?: readonly string[];
   exposeHeaders?: readonly string[];
-  /** Default false; with `origin: "*"` the request's origin is echoed instead of `*`. */
+  /**
+   * Default false. When true, `origin` must name the allowed origins (a list, one origin, or a
+   * predicate that refuses unknown origins): with any origin the App refuses to be created.
+   * `Origin: null` is never allowed with credentials.
+   */
   credentials?: boolean;
   /** Preflight cache lifetime in seconds. Default 600. */
   maxAge?: number;
 }
 
-/** Configuration of an App (the spec's KConfig). */
+/** Configuration of an App (docs/configuration.md). */
 export interface KConfig {
   serviceName?: string;
   /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */

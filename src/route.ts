@@ -25,7 +25,7 @@ export interface RouteOptions<
   summary?: string;
   description?: string;
   tags?: string[];
-  /** Names of security schemes this route requires (see the README's Docs section). */
+  /** Names of security schemes this route requires (see docs/validation-and-docs.md). */
   security?: string[];
   deprecated?: boolean;
   /** Default: derived from method and path (`getBooksById`). */
@@ -47,7 +47,10 @@ export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
 
-/** Raw query: a repeated key becomes an array. */
+/**
+ * Raw query: a repeated key becomes an array. A prototype-free object: `constructor`, `toString`
+ * and `__proto__` are keys like any other, and a key that was not sent is `undefined`.
+ */
 export type RawQuery = Record<string, string | string[]>;
 
 /** The handler's return: a JSON value (200), `created(v)` (201), `noContent()` (204), or a Response. */
@@ -150,7 +153,7 @@ export const patch: Define = define("PATCH");
 /** Declares a DELETE route (`delete` is a reserved word). */
 export const del: Define = define("DELETE");
 
-/** A set of routes registered together (the spec's Controller). */
+/** A set of routes registered together (a controller: docs/routing.md). */
 export interface Controller {
   routes(): Route[];
 }

@@ -30,7 +30,7 @@ Options (times in milliseconds):
       --crash-window MS       (default 60000)
   -h, --help                  this text
 
-Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
+A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
 Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).`;
 
 const NUMBER_FLAGS = {
