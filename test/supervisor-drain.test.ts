@@ -28,7 +28,7 @@ function openRaw(port: number, bytes: string): Promise<void> {
 describe("supervisor: reload with idle and half-sent connections", () => {
   it("SIGHUP with 4 such sockets: each old worker drains in well under a second and runs its hooks once, in order", async () => {
     const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-drain-")), "hooks");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run);
     for (const bytes of ["", "", "GET /who", "GET /whoami HTTP/1.1\r\nHost: x\r\nX-Partial: "]) await openRaw(run.port, bytes);
