@@ -212,7 +212,7 @@ export class Lifecycle {
       if (idle > 0) logger.info("closed %d connection(s) with no request in flight", idle);
       sweep = setInterval(() => connections.closeIdle(), IDLE_SWEEP_MS);
     }, IDLE_GRACE_MS);
-    const capMs = Math.max(IDLE_GRACE_MS, Math.floor(remaining * DRAIN_SHARE));
+    const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
     let capTimer: NodeJS.Timeout | undefined;
     const cap = new Promise<typeof DRAIN_CAP>((resolve) => (capTimer = setTimeout(() => resolve(DRAIN_CAP), capMs)));
     const outcome = await Promise.race([closed, cap, deadline]);
