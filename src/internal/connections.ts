@@ -34,8 +34,8 @@ export interface Abandoned {
 /**
  * Every open connection of a server, from its `connection` event, so that a drain can close the
  * ones with no request in flight: never used, idle between requests, or still sending a request
- * whose headers are not complete. node's own `closeIdleConnections()` counts the last two as busy
- * (a fresh connection too), so one such socket used to hold the whole drain until the deadline.
+ * whose headers are not complete. node's own `closeIdleConnections()` counts a connection that never
+ * sent a request, or is still sending one, as busy: one such socket held the drain until the deadline.
  */
 export class Connections {
   readonly #sockets = new Set<Socket>();
