@@ -16,7 +16,7 @@ else
 PINNED_NODE :=
 endif
 
-.PHONY: install build build-bench lint typecheck test test-prerequisites run bench bench-instructions scenarios docker docker-engine clean
+.PHONY: install build build-bench lint typecheck test test-prerequisites check-h3-latest run bench bench-instructions scenarios docker docker-engine clean
 
 $(STAMP): package.json package-lock.json | $(PINNED_NODE)
 	npm ci --no-audit --no-fund
@@ -31,8 +31,7 @@ endif
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 build: $(STAMP)
-	npx tsc -p tsconfig.build.json
-	node scripts/copy-scalar.mjs dist
+	npm run build
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor test examples load-tests
@@ -47,8 +46,14 @@ test: test-prerequisites lint typecheck build
 
 # System packages the suites run, checked before anything else: installed with apt-get when missing
 # (as root or with sudo), or make stops at once with the command to run. One line per package.
+# PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
 test-prerequisites:
 	@scripts/ensure-apt.sh /usr/bin/chromium chromium
+	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
+
+# The tests against the newest h3 2.x, what a fresh install of keelson gets (scripts/check-h3-latest.sh; CI runs it).
+check-h3-latest: $(STAMP)
+	scripts/check-h3-latest.sh --project unit --project socket
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build

@@ -242,7 +242,7 @@ describe(".ci/run", () => {
     const result = spawnSync(join(ROOT, ".ci/run"), { encoding: "utf8", env: { ...cleanEnv, PATH: `${bin}:/usr/bin:/bin` } });
     expect(result.status).toBe(1);
     const calls = readFileSync(join(bin, "make.log"), "utf8").trim().split("\n");
-    expect(calls).toEqual([pinned, ...ciVersions].map((v) => `test NODE_VERSION=${v}`));
-    expect(result.stderr).toContain(`make test failed on Node ${ciVersions[0]}`);
+    expect(calls).toEqual([...[pinned, ...ciVersions].map((v) => `test NODE_VERSION=${v}`), "check-h3-latest"]);
+    expect(result.stderr).toContain(`CI failed: ${ciVersions[0]}`);
   });
 });
