@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { installClusterMetrics } from "./metrics.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
@@ -30,8 +30,9 @@ let running = false;
  * whose event loop is blocked.
  *
  * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
- * IPC `channel`; `handle(type, fn)` serves a request type that workers send with
- * `getPrimaryChannel().request(type, …)`; `onWorker(fn)` sees every worker as it is forked.
+ * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
+ * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
+ * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -76,9 +77,15 @@ export class Supervisor {
     return Array.from(this.#pool.live);
   }
 
-  /** Serves a request type sent by any worker (present and future) over IPC. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): this {
+  /** Serves a request type (see `defineIpcRequest`) sent by any worker, present and future. */
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): this {
     this.#pool.handle(type, handler);
+    return this;
+  }
+
+  /** Listens to a message type (see `defineIpcMessage`) from every worker, present and future. */
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): this {
+    this.#pool.onMessage(type, listener);
     return this;
   }
 

@@ -1,6 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { MetricsSnapshot, RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcRequestType } from "../src/internal/ipc.js";
+import { metricsCluster, metricsFinal, type MetricsSnapshot } from "../src/metrics/ipc.js";
 import { MetricSet } from "../src/metrics/metric-set.js";
 import { ClusterMetrics } from "../supervisor/metrics.js";
 import type { SupervisedWorker, WorkerState } from "../supervisor/worker-handle.js";
@@ -89,10 +90,10 @@ class FakeWorker implements SupervisedWorker {
 }
 
 class FakeHost {
-  readonly handlers = new Map<string, (payload: never) => unknown>();
+  readonly handlers = new Map<IpcRequestType<unknown, unknown>, (payload: never) => unknown>();
   readonly listeners: Array<(worker: SupervisedWorker) => void> = [];
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => unknown): void {
-    this.handlers.set(type, handler as (payload: never) => unknown);
+  handle<P, R>(type: IpcRequestType<P, R>, handler: (payload: P) => unknown): void {
+    this.handlers.set(type as IpcRequestType<unknown, unknown>, handler as (payload: never) => unknown);
   }
   onWorker(listener: (worker: SupervisedWorker) => void): () => void {
     this.listeners.push(listener);
@@ -103,12 +104,12 @@ class FakeHost {
     return worker;
   }
   async scrape(timeoutMs = 100) {
-    const handler = this.handlers.get("metrics:cluster") as (p: Requests["metrics:cluster"][0]) => Promise<Requests["metrics:cluster"][1]>;
+    const handler = this.handlers.get(metricsCluster as IpcRequestType<unknown, unknown>) as (p: { timeoutMs: number }) => Promise<{ text: string }>;
     const { text } = await handler({ timeoutMs });
     return parseExposition(text);
   }
   final(pid: number, snapshot: MetricsSnapshot): void {
-    (this.handlers.get("metrics:final") as (p: Requests["metrics:final"][0]) => unknown)({ pid, snapshot });
+    (this.handlers.get(metricsFinal as IpcRequestType<unknown, unknown>) as (p: { pid: number; snapshot: MetricsSnapshot }) => unknown)({ pid, snapshot });
   }
 }
 

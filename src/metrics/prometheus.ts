@@ -1,14 +1,11 @@
 import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
-import type { MetricsSnapshot } from "../internal/ipc.js";
 import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
 import { get } from "../route.js";
-import { MetricSet } from "./metric-set.js";
+import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
+import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
-
-/** The Prometheus text format's content type (version 0.0.4). */
-export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /** Settings of `definePrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -72,7 +69,7 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const readExposition = async (): Promise<string> => {
     if (primary === undefined) return readLocal();
     try {
-      const { text } = await primary.request("metrics:cluster", { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
+      const { text } = await primary.request(metricsCluster, { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
       return text;
     } catch (error) {
       const reason = (error as Error).message.replace(/\s+/g, " ");
@@ -101,12 +98,12 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
 
 /** Answers the primary's snapshot requests, and hands it the final counts once the App has drained. */
 function linkToPrimary(router: Router, primary: PrimaryChannel, registry: Registry): void {
-  primary.handle("metrics:snapshot", async () => ({ snapshot: await readSnapshot(registry) }));
+  primary.handle(metricsSnapshot, async () => ({ snapshot: await readSnapshot(registry) }));
   router.app.onShutdown(async function sendFinalMetrics() {
     // Hooks run after the drain: every request this worker served is counted. Best effort:
     // if the primary does not answer in time, it keeps the snapshot of the last scrape.
     const snapshot = await readSnapshot(registry);
-    await primary.request("metrics:final", { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
+    await primary.request(metricsFinal, { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
   }, "metrics: final snapshot to the supervisor");
 }
 
