@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { installClusterMetrics } from "./metrics.js";
+import { serveMetricsPort } from "./metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { Watchdog } from "./watchdog.js";
@@ -47,6 +48,8 @@ export class Supervisor {
   #startedAt = 0;
   #stopping: Promise<StopReport> | undefined;
   #crashLoop: string | undefined;
+  /** Why `fail()` stopped it: exit 1 whatever the workers did. */
+  #failure: string | undefined;
   #reloading: Promise<ReloadReport> | undefined;
   #reloadAgain = false;
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
@@ -64,7 +67,7 @@ export class Supervisor {
       },
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
-    installClusterMetrics(this);
+    serveMetricsPort(this, installClusterMetrics(this));
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
@@ -163,6 +166,18 @@ export class Supervisor {
     return (this.#stopping = this.#stop(reason));
   }
 
+  /**
+   * Stops like `stop()`, but exits 1 and ends with `reason` whatever the workers do: for a failure
+   * the orchestrator must see (e.g. the metrics port is taken).
+   */
+  fail(reason: string): Promise<StopReport> {
+    if (this.#stopping === undefined) {
+      this.#failure = reason;
+      this.logger.logError("%s", reason);
+    }
+    return this.stop(reason);
+  }
+
   async #stop(reason: string): Promise<StopReport> {
     const started = performance.now();
     this.#pool.close();
@@ -172,9 +187,10 @@ export class Supervisor {
     await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
     const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
     const dirty = workers.filter((w) => !w.clean);
-    const exitCode = this.#crashLoop === undefined && dirty.length === 0 ? 0 : 1;
+    const exitCode = this.#crashLoop === undefined && this.#failure === undefined && dirty.length === 0 ? 0 : 1;
     const durationMs = Math.round(performance.now() - started);
     if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
+    else if (this.#failure !== undefined) this.logger.logError("stopped in %dms with exit 1: %s", durationMs, this.#failure);
     else if (dirty.length > 0) {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);

@@ -10,3 +10,12 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
   if (res && !res.headersSent) res.setHeader(name, value);
   else event.res.headers.set(name, value);
 }
+
+/** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */
+export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
+  const res = event.runtime?.node?.res;
+  for (const name of names) {
+    if (res && !res.headersSent) res.removeHeader(name);
+    event.res.headers.delete(name);
+  }
+}

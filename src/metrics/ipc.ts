@@ -9,8 +9,11 @@ import { defineIpcMessage, defineIpcRequest } from "../internal/ipc.js";
 /** prom-client's `getMetricsAsJSON()` output, as sent over IPC. */
 export type MetricsSnapshot = ReadonlyArray<Record<string, unknown>>;
 
-/** Worker → primary, once per worker: it serves metrics, so the primary opens its metrics port. */
-export const metricsHello = defineIpcMessage<{ pid: number }>("metrics:hello");
+/**
+ * Worker → primary, once per worker as the metrics module registers: this App has metrics, so
+ * the primary opens its metrics port; `timeoutMs` is how long to wait for each worker's snapshot.
+ */
+export const metricsHello = defineIpcMessage<{ pid: number; timeoutMs: number }>("metrics:hello");
 
 /** Worker → primary: the cluster-wide exposition for a scrape on the App's port; `timeoutMs` is per worker. */
 export const metricsCluster = defineIpcRequest<{ timeoutMs: number }, { text: string; contentType: string }>("metrics:cluster");
