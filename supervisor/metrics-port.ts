@@ -1,7 +1,7 @@
 import type { IpcMessageType } from "../src/internal/ipc.js";
 import type { Logger } from "../src/logger.js";
 import { metricsHello } from "../src/metrics/ipc.js";
-import { openMetricsListener, type MetricsListener } from "../src/metrics/listener.js";
+import type { MetricsListener } from "../src/metrics/listener.js";
 import type { ClusterMetrics } from "./metrics.js";
 import type { SupervisedWorker } from "./worker-handle.js";
 
@@ -20,7 +20,7 @@ export interface MetricsPortHost {
 /**
  * The primary's metrics port: one scrape target per pod that answers for every worker, off the
  * service port. It opens when the first worker says it has metrics (`metrics:hello`), so a
- * primary whose App has none opens no port and loads nothing of prom-client. Each scrape waits
+ * primary whose App has none opens no port and loads neither prom-client nor node:http. Each scrape waits
  * at most the workers' `clusterTimeoutMs` for each worker (in parallel); a blocked or dead one
  * counts with its last numbers and `keelson_worker_up 0`. A port that cannot be opened stops the
  * supervisor with exit 1: a scrape target that never answers is a deployment error.
@@ -33,6 +33,9 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
   let stopped = false;
   const open = async (): Promise<MetricsListener | undefined> => {
     try {
+      // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
+      // App has no metrics (or whose port is off) should not carry it.
+      const { openMetricsListener } = await import("../src/metrics/listener.js");
       const listener = await openMetricsListener({
         port, host: metricsHost, read: async () => (await metrics.readExposition(timeoutMs)).text,
         onError: (error) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error)),
