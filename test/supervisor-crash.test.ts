@@ -6,7 +6,7 @@ afterEach(() => killAll());
 
 describe("supervisor: crashes", () => {
   it("restarts a worker whose listen() rejects with doubling delays, then trips the breaker and exits 1", async () => {
-    const run = startSupervisor(
+    const run = await startSupervisor(
       ["--workers", "1", "--backoff-initial", "300", "--max-crashes", "4", "--crash-window", "60000"],
       { env: { SUPERVISOR_CRASH_AT_BOOT: "1" } },
     );
@@ -38,7 +38,7 @@ describe("supervisor: crashes", () => {
   });
 
   it("kills a worker whose event loop stays blocked past the watchdog timeout and replaces it", async () => {
-    const run = startSupervisor(["--workers", "2", "--watchdog-timeout", "1500", "--heartbeat-interval", "200"]);
+    const run = await startSupervisor(["--workers", "2", "--watchdog-timeout", "1500", "--heartbeat-interval", "200"]);
     await run.waitFor(/worker\(s\) ready in/);
     const mark = run.output().length;
     // This request blocks whichever worker takes it, for a minute.
@@ -62,7 +62,7 @@ describe("supervisor: crashes", () => {
   });
 
   it("kills a worker not ready within --ready-timeout and counts it as a crash", async () => {
-    const run = startSupervisor(["--workers", "1", "--ready-timeout", "1500", "--max-crashes", "2"], {
+    const run = await startSupervisor(["--workers", "1", "--ready-timeout", "1500", "--max-crashes", "2"], {
       env: { SUPERVISOR_HANG_AT_BOOT: "1" },
     });
     expect(await run.exited).toEqual({ code: 1, signal: null });
@@ -72,7 +72,7 @@ describe("supervisor: crashes", () => {
   });
 
   it("SIGKILLs a worker still running at its budget + margin after SIGTERM, and exits 1", async () => {
-    const run = startSupervisor(["--workers", "2", "--kill-margin", "1000", "--watchdog-timeout", "0"], {
+    const run = await startSupervisor(["--workers", "2", "--kill-margin", "1000", "--watchdog-timeout", "0"], {
       env: { SUPERVISOR_SHUTDOWN_TIMEOUT: "2000" },
     });
     await run.waitFor(/worker\(s\) ready in/);

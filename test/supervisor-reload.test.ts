@@ -10,7 +10,7 @@ afterEach(() => killAll());
 
 describe("supervisor: rolling reload", () => {
   it("SIGHUP under steady load: 0 errors, 0 non-2xx, every worker pid changed", async () => {
-    const run = startSupervisor(["--workers", "2"]);
+    const run = await startSupervisor(["--workers", "2"]);
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run);
     const mark = run.output().length;
@@ -44,7 +44,7 @@ describe("supervisor: rolling reload", () => {
 
   it("keeps the old worker and stops the reload when a replacement cannot start, and a later reload succeeds", async () => {
     const flag = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "broken");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run).map((w) => w.pid).toSorted();
     writeFileSync(flag, "");
