@@ -1,7 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
 
@@ -10,6 +11,7 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const COUNT = "http_request_duration_seconds_count";
 const HELLO = { method: "GET", route: "/hello", status_code: "200" };
 const live = new Set<ChildProcess>();
+const REPORT_IMPORTS = pathToFileURL(join(ROOT, "test/fixtures/report-primary-imports.mjs")).href;
 
 interface Cluster {
   port: number;
@@ -165,7 +167,7 @@ async function metricsPortOf(cluster: Cluster): Promise<number> {
 
 describe("the primary's metrics port (2 real workers)", () => {
   it("serves the totals of all workers off the public port, answers with a worker blocked or killed, and closes on SIGTERM", async () => {
-    const cluster = startCluster({ NODE_ENV: "production", METRICS_CLUSTER_TIMEOUT_MS: "1000" });
+    const cluster = startCluster({ NODE_ENV: "production", METRICS_CLUSTER_TIMEOUT_MS: "1000", NODE_OPTIONS: `--import=${REPORT_IMPORTS}` });
     await cluster.waitFor(/2 worker\(s\) ready/);
     const metricsPort = await metricsPortOf(cluster);
     expect(metricsPort).not.toBe(cluster.port);
@@ -196,6 +198,8 @@ describe("the primary's metrics port (2 real workers)", () => {
     process.kill(cluster.pid, "SIGTERM");
     expect(await cluster.exited).toEqual({ code: 0, signal: null });
     await expect(get(metricsPort, "/metrics")).rejects.toThrow(/ECONNREFUSED/);
+    // It merged and served every scrape without prom-client: only the workers load it.
+    expect(cluster.output()).not.toMatch(/primary loaded/);
   });
 
   it("a taken metrics port stops the supervisor with exit 1 and says so in its last line", async () => {
