@@ -30,6 +30,10 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
   if (port === false) return;
   let timeoutMs = 2000;
   let opening: Promise<MetricsListener | undefined> | undefined;
+  // Scrapes that arrive while one is being merged share its answer: N scrapers never ask every
+  // worker N times at once.
+  let merging: Promise<string> | undefined;
+  const read = () => (merging ??= metrics.readExposition(timeoutMs).then(({ text }) => text).finally(() => (merging = undefined)));
   let stopped = false;
   const open = async (): Promise<MetricsListener | undefined> => {
     try {
@@ -37,7 +41,7 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
       // App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("../src/metrics/listener.js");
       const listener = await openMetricsListener({
-        port, host: metricsHost, read: async () => (await metrics.readExposition(timeoutMs)).text,
+        port, host: metricsHost, read,
         onError: (error) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error)),
       });
       if (stopped) await listener.close();

@@ -37,7 +37,13 @@ export async function openMetricsListener(options: MetricsListenerOptions): Prom
   const { port, host } = options;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid metrics port ${String(port)}: expected an integer from 0 to 65535`);
   const path = options.path ?? "/metrics";
-  const server = createServer((req, res) => void answer(req, res, path, options));
+  const server = createServer((req, res) => {
+    answer(req, res, path, options).catch(() => {
+      // Only a request Node accepted but URL cannot parse gets here: never a crash of the process.
+      if (!res.headersSent) send(res, 400, "bad request\n");
+      else res.destroy();
+    });
+  });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen({ port, host }, () => {
