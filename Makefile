@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build lint typecheck test run bench bench-instructions scenarios docker clean
+.PHONY: install build build-bench lint typecheck test run bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -31,17 +31,21 @@ test: lint typecheck build
 run: build
 	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
 
-bench: build
+# The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
+build-bench: build
+	npx tsc -p tsconfig.bench.json
+
+bench: build-bench
 	node --import tsx load-tests/bench.ts
 
 # Load-test scenarios (signals under load, scraping, random paths, malformed requests), each ending in
 # a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.
-scenarios: build
+scenarios: build-bench
 	node --import tsx load-tests/scenarios.ts $(if $(ONLY),--only $(ONLY)) $(if $(LOAD_SECONDS),--seconds $(LOAD_SECONDS))
 
 # Instructions per request under valgrind (callgrind): a noise-free complement to `make bench`
 # on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).
-bench-instructions: build
+bench-instructions: build-bench
 	node --import tsx load-tests/instructions.ts
 
 # The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.

@@ -3,7 +3,7 @@ import { defineConfig } from "vitest/config";
 // Four projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
 // `make test` (plain `vitest run`) runs them all. A file belongs to `unit` unless it is listed under
 // the project of what it starts: real sockets in this process, real child processes, a browser.
-const socket = ["app", "integrations", "metrics", "tracing", "validation"];
+const socket = ["app", "integrations", "metrics", "security-headers", "tracing", "validation"];
 const process = [
   "deploy-dockerfile", "deploy-start", "docs-page", "lifecycle-*", "logger", "metrics-cluster", "metrics-merge",
   "supervisor*", "tracing-exit",

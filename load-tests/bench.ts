@@ -5,8 +5,8 @@ import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { BUNDLED_TARGETS, estimateSec, parseConfig, SCENARIOS, USAGE, type Config } from "./lib/args.js";
-import { buildServers, type Build } from "./lib/build.js";
-import { killAll } from "./lib/children.js";
+import { builtServers, type Build } from "./lib/build.js";
+import { killAllChildren as killAll } from "../test/helpers/child.js";
 import { LoadClient } from "./lib/load-client.js";
 import { choosePinning, describeMachine, type Pinning } from "./lib/machine.js";
 import { formatMachine, formatTables, writeResults } from "./lib/report.js";
@@ -114,10 +114,9 @@ async function main(): Promise<void> {
       `estimated ${Math.round(estimateSec(config))} s\n`,
   );
 
-  const build = config.viaTsx ? null : buildServers(ROOT);
+  const build = config.viaTsx ? null : builtServers(ROOT);
   if (build) {
     cleanups.push(() => build.remove());
-    console.log(`transpiled ${build.files} files to ${build.dir}`);
   }
   const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-bench-logs-"));
   cleanups.push(() => fs.rmSync(logDir, { recursive: true, force: true }));

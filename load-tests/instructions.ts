@@ -21,8 +21,8 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { ALL_TARGETS, SCENARIOS } from "./lib/args.js";
-import { buildServers } from "./lib/build.js";
-import { killAll, track } from "./lib/children.js";
+import { builtServers } from "./lib/build.js";
+import { killAllChildren as killAll, adopt as track } from "../test/helpers/child.js";
 import { freePort } from "./lib/server.js";
 import type { Scenario } from "./lib/types.js";
 
@@ -48,7 +48,7 @@ try {
   process.exit(1);
 }
 
-const build = buildServers(ROOT);
+const build = builtServers(ROOT);
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-ir-"));
 process.on("exit", () => {
   killAll();

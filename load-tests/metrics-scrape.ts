@@ -8,7 +8,7 @@
 import * as os from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killAll } from "./lib/children.js";
+import { killAllChildren as killAll } from "../test/helpers/child.js";
 import { LoadClient } from "./lib/load-client.js";
 import { choosePinning } from "./lib/machine.js";
 import { measureScrapeImpact, PHASE_HEADERS, phaseRow } from "./scenarios/metrics-scrape.js";

@@ -6,7 +6,7 @@ import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killAll } from "./lib/children.js";
+import { killAllChildren as killAll } from "../test/helpers/child.js";
 import { LoadClient } from "./lib/load-client.js";
 import { choosePinning } from "./lib/machine.js";
 import { createContext, verdict, type Scenario, type Verdict } from "./scenarios/common.js";

@@ -9,8 +9,8 @@ import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildServers } from "./lib/build.js";
-import { killAll, track } from "./lib/children.js";
+import { builtServers } from "./lib/build.js";
+import { killAllChildren as killAll, adopt as track } from "../test/helpers/child.js";
 import { sleep } from "./lib/http.js";
 import { LoadClient } from "./lib/load-client.js";
 import { choosePinning } from "./lib/machine.js";
@@ -40,7 +40,7 @@ if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(connections) || con
 }
 
 const pinning = choosePinning();
-const build = buildServers(ROOT);
+const build = builtServers(ROOT);
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-shutdown-logs-"));
 const client = new LoadClient(pinning.load, ROOT);
 process.on("exit", () => {

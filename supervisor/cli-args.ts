@@ -33,7 +33,7 @@ Options (times in milliseconds):
       --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
   -h, --help                  this text
 
-Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
+A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
 Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, NODE_ENV=production (JSON log lines).`;
 
 const NUMBER_FLAGS = {

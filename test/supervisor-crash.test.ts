@@ -1,6 +1,6 @@
 // Crash handling as a process: backoff, the crash-loop breaker, and the event-loop watchdog.
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, get, killAll, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { alive, get, killAll, readyWorkers, startSupervisor } from "./fixtures/supervisor-harness.js";
 
 afterEach(() => killAll());
 
@@ -77,7 +77,7 @@ describe("supervisor: crashes", () => {
     });
     await run.waitFor(/worker\(s\) ready in/);
     const blocked = get(run.port, "/block?ms=60000").catch((error: Error) => error);
-    await sleep(300);
+    await run.waitFor(/block started/);
     const signalled = performance.now();
     process.kill(run.pid, "SIGTERM");
     expect(await run.exited).toEqual({ code: 1, signal: null });

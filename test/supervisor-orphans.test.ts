@@ -20,7 +20,7 @@ describe("supervisor: orphans, PID 1, library", () => {
     await run.waitFor(/worker\(s\) ready in/);
     const workers = readyWorkers(run);
     const slow = Array.from({ length: 4 }, () => get(run.port, "/slow?ms=1000"));
-    await sleep(300);
+    await run.waitForLines(/slow request started/, 4);
     const killed = performance.now();
     process.kill(run.pid, "SIGKILL");
     expect((await Promise.all(slow)).map((a) => a.status)).toEqual([200, 200, 200, 200]);
@@ -28,8 +28,7 @@ describe("supervisor: orphans, PID 1, library", () => {
     const gone = performance.now() - killed;
     expect(workers.filter((w) => alive(w.pid))).toEqual([]);
     expect(gone).toBeLessThan(BUDGET_MS + MARGIN_MS);
-    await sleep(100);
-    expect(run.output()).toMatch(/draining \(the supervisor's IPC channel closed \(primary gone\)\)/);
+    await run.waitFor(/draining \(the supervisor's IPC channel closed \(primary gone\)\)/);
     const lines = readFileSync(hookLog, "utf8").trim().split("\n");
     for (const { pid } of workers) {
       expect(lines.filter((line) => line.startsWith(`${pid} `)).map((line) => line.split(" ")[2])).toEqual(["first", "second"]);

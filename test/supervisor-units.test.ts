@@ -106,6 +106,9 @@ describe("supervisor command line", () => {
     const help = runCli("--help");
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
+    // `npm bin` was removed in npm 9; npx resolves the local bin on every npm since 7.
+    expect(help.stdout).not.toContain("npm bin");
+    expect(help.stdout).toContain('NODE_OPTIONS="--import tsx" npx keelson start app.ts');
     const bad = runCli("start", "missing-entry.ts");
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, get, killAll, readyWorkers, sleep, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { alive, get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 
 const ALL_READY = /worker\(s\) ready in \d+ms/;
 
@@ -51,7 +51,7 @@ describe("supervisor: start and stop", () => {
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 6 }, () => get(run.port, "/slow?ms=1500"));
-    await sleep(500);
+    await run.waitForLines(/slow request started/, 6);
     const signalled = performance.now();
     process.kill(run.pid, "SIGTERM");
     const answers = await Promise.all(slow);
@@ -71,7 +71,7 @@ describe("supervisor: start and stop", () => {
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog }, detached: true });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 4 }, () => get(run.port, "/slow?ms=1000"));
-    await sleep(300);
+    await run.waitForLines(/slow request started/, 4);
     process.kill(-run.pid, "SIGINT");
     expect((await Promise.all(slow)).map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect(await run.exited).toEqual({ code: 0, signal: null });

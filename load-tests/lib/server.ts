@@ -2,7 +2,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import * as net from "node:net";
 import { performance } from "node:perf_hooks";
-import { track } from "./children.js";
+import { adopt as track } from "../../test/helpers/child.js";
 import { request, sleep } from "./http.js";
 
 const TAIL_BYTES = 4_096;

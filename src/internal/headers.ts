@@ -19,3 +19,12 @@ export function removeResponseHeaders(event: H3Event, names: readonly string[]):
     event.res.headers.delete(name);
   }
 }
+
+/**
+ * The headers of every JSON body keelson sends. `nosniff`: a browser must never take a JSON
+ * answer (which can echo client input) for HTML or script.
+ */
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json;charset=UTF-8",
+  "x-content-type-options": "nosniff",
+});

@@ -19,8 +19,10 @@ export interface Exit {
 
 export interface ChildOptions {
   cwd?: string;
-  /** Merged over this process's environment. */
+  /** Merged over this process's environment (replaces it with `inheritEnv: false`). */
   env?: Record<string, string | undefined>;
+  /** False: the child sees `env` only, as a container would. */
+  inheritEnv?: boolean;
   /** Its own process group: stop() and killAllChildren() then reach its children (workers) too. */
   group?: boolean;
   /**
@@ -54,7 +56,8 @@ export interface Child {
   stop(killAfterMs?: number): Promise<Exit>;
 }
 
-const live = new Set<Child>();
+/** Everything to kill when the run ends: each entry SIGKILLs one child (and its group, if it has one). */
+const live = new Set<() => void>();
 
 /** Spawns `argv` and watches it. */
 export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
@@ -63,7 +66,7 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
   const file = options.output === "file" ? openLogFile() : undefined;
   const child = spawn(command, args, {
     cwd: options.cwd,
-    env: { ...process.env, ...options.env },
+    env: options.inheritEnv === false ? { ...options.env } : { ...process.env, ...options.env },
     stdio: ["ignore", file?.fd ?? "pipe", file?.fd ?? "pipe"],
     detached: options.group ?? false,
   });
@@ -99,7 +102,7 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
         read();
         if (partial !== "") ingest("\n");
         file?.close();
-        live.delete(handle);
+        live.delete(killHard);
         ended = true;
         resolve({ code, signal, at });
         for (const wake of waiters) wake();
@@ -166,17 +169,36 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
       return exit;
     },
   };
-  live.add(handle);
+  // A group leader that already exited can leave workers behind: kill the group anyway.
+  const killHard = (): void => kill("SIGKILL", { all: true });
+  live.add(killHard);
   return handle;
+}
+
+/**
+ * Hands a process spawned some other way (valgrind, a load generator) to the harness, so that
+ * killAllChildren() ends it too; `group`: it leads its own process group (spawned `detached`).
+ */
+export function adopt(child: ChildProcess, options: { group?: boolean } = {}): void {
+  const killHard = (): void => {
+    try {
+      if (options.group && child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      else if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+  };
+  live.add(killHard);
+  // A group leader that exited by itself (a supervisor, after its workers) leaves an empty group;
+  // one killed by a signal may have left workers behind, so its group stays to be killed.
+  child.once("exit", (_code, signal) => {
+    if (!options.group || signal === null) live.delete(killHard);
+  });
 }
 
 /** SIGKILLs every child still running, with its process group (for afterEach and process exit). */
 export function killAllChildren(): void {
-  for (const child of live) {
-    child.kill("SIGKILL", { all: true });
-    // A group leader that already exited can leave workers behind: kill the group anyway.
-    child.kill("SIGKILL");
-  }
+  for (const killHard of live) killHard();
   live.clear();
 }
 
