@@ -51,7 +51,7 @@ describe("supervisor: rolling reload", () => {
     let mark = run.output().length;
     process.kill(run.pid, "SIGHUP");
     const stopped = await run.waitFor(/reload stopped/, 20_000, mark);
-    expect(stopped).toMatch(/reload stopped after 0 worker\(s\) replaced in \d+ms: replacement worker 1 \(pid \d+\) for worker 1 \(pid \d+\): exited \(code 1\) before it was ready; keeping the old worker/);
+    expect(stopped).toMatch(/reload stopped after 0 worker\(s\) replaced in \d+ms: replacement worker 1 \(pid \d+\) for worker 1 \(pid \d+\): exited \(code 1\) before it was ready: module broken-db failed to register: database unreachable; keeping the old worker/);
     expect(run.output().slice(mark)).not.toMatch(/died unexpectedly/);
     const serving = new Set<number>();
     for (let i = 0; i < 8; i++) serving.add((await get(run.port, "/whoami")).body.pid);
