@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { readWorkersEnv, type SupervisorOptions } from "./options.js";
+import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "./options.js";
 
 /** What the command line asks for. */
 export type CliCommand =
@@ -28,10 +28,13 @@ Options (times in milliseconds):
       --backoff-reset MS      uptime that resets a slot's delay (default 30000)
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
+      --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
+                              App uses definePrometheus (default: $KEELSON_METRICS_PORT, else 9464)
+      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
   -h, --help                  this text
 
 A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
-Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).`;
+Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, NODE_ENV=production (JSON log lines).`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -58,6 +61,12 @@ function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | un
   return value;
 }
 
+function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
+  if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
+  const raw = env.KEELSON_METRICS_PORT;
+  return raw === undefined || raw.trim() === "" ? undefined : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
+}
+
 /** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
   try {
@@ -66,7 +75,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, help: { type: "boolean", short: "h" } },
+      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, help: { type: "boolean", short: "h" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
@@ -93,6 +102,8 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         watchdogTimeout: number("watchdog-timeout"),
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
+        metricsPort: readMetricsPort(values["metrics-port"], env),
+        metricsHost: values["metrics-host"] ?? (env.KEELSON_METRICS_HOST?.trim() || undefined),
       },
     };
   } catch (error) {

@@ -51,11 +51,20 @@ export interface SupervisorOptions {
   handleSignals?: boolean;
   /** Exit the process (0 or 1) once stopped. Default true. */
   exitProcess?: boolean;
+  /**
+   * Port where the primary serves the cluster-wide `/metrics` (when the App uses
+   * `definePrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
+   * (a number or `off`), else 9464.
+   */
+  metricsPort?: number | false;
+  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else all interfaces. */
+  metricsHost?: string;
 }
 
 /** SupervisorOptions with every default applied. */
-export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop">> {
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost">> {
   port: number | undefined;
+  metricsHost: string | undefined;
   backoff: Required<BackoffOptions>;
   crashLoop: Required<CrashLoopOptions>;
 }
@@ -77,6 +86,27 @@ export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | u
     if (raw !== undefined && raw.trim() !== "") return positiveInteger(Number(raw), name);
   }
   return undefined;
+}
+
+/** The OpenTelemetry Prometheus exporter's port: where a Prometheus setup looks by habit. */
+export const DEFAULT_METRICS_PORT = 9464;
+
+/** Reads a metrics port: an integer from 0 to 65535, or `off`; `what` names it in the error. */
+export function parseMetricsPort(raw: string, what: string): number | false {
+  const text = raw.trim().toLowerCase();
+  if (text === "off" || text === "false") return false;
+  const value = Number(text);
+  if (text === "" || !Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
+  }
+  return value;
+}
+
+function resolveMetricsPort(option: number | false | undefined, env: NodeJS.ProcessEnv): number | false {
+  if (option === false) return false;
+  if (option !== undefined) return parseMetricsPort(String(option), "metricsPort");
+  const raw = env.KEELSON_METRICS_PORT;
+  return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
 /** Applies the defaults and validates; throws a one-line reason on a bad value. */
@@ -114,5 +144,7 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
+    metricsPort: resolveMetricsPort(options.metricsPort, process.env),
+    metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
   };
 }

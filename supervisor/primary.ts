@@ -1,10 +1,11 @@
 import cluster from "node:cluster";
 import { extname, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { setLogOrigin } from "../src/internal/log-origin.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { installClusterMetrics } from "./metrics.js";
+import { serveMetricsPort } from "./metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { Watchdog } from "./watchdog.js";
@@ -31,8 +32,9 @@ let running = false;
  * whose event loop is blocked.
  *
  * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
- * IPC `channel`; `handle(type, fn)` serves a request type that workers send with
- * `getPrimaryChannel().request(type, …)`; `onWorker(fn)` sees every worker as it is forked.
+ * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
+ * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
+ * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -48,6 +50,8 @@ export class Supervisor {
   #stopping: Promise<StopReport> | undefined;
   #crashLoop: string | undefined;
   #startupFailure: string | undefined;
+  /** Why `fail()` stopped it: exit 1 whatever the workers did. */
+  #failure: string | undefined;
   #reloading: Promise<ReloadReport> | undefined;
   #reloadAgain = false;
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
@@ -66,7 +70,7 @@ export class Supervisor {
       failedToStart: (handle) => this.#failedToStart(handle),
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
-    installClusterMetrics(this);
+    serveMetricsPort(this, installClusterMetrics(this));
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
@@ -79,9 +83,15 @@ export class Supervisor {
     return Array.from(this.#pool.live);
   }
 
-  /** Serves a request type sent by any worker (present and future) over IPC. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): this {
+  /** Serves a request type (see `defineIpcRequest`) sent by any worker, present and future. */
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): this {
     this.#pool.handle(type, handler);
+    return this;
+  }
+
+  /** Listens to a message type (see `defineIpcMessage`) from every worker, present and future. */
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): this {
+    this.#pool.onMessage(type, listener);
     return this;
   }
 
@@ -165,6 +175,18 @@ export class Supervisor {
     return (this.#stopping = this.#stop(reason));
   }
 
+  /**
+   * Stops like `stop()`, but exits 1 and ends with `reason` whatever the workers do: for a failure
+   * the orchestrator must see (e.g. the metrics port is taken).
+   */
+  fail(reason: string): Promise<StopReport> {
+    if (this.#stopping === undefined) {
+      this.#failure = reason;
+      this.logger.logError("%s", reason);
+    }
+    return this.stop(reason);
+  }
+
   async #stop(reason: string): Promise<StopReport> {
     const started = performance.now();
     this.#pool.close();
@@ -174,13 +196,14 @@ export class Supervisor {
     await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
     const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
     const dirty = workers.filter((w) => !w.clean);
-    const failed = this.#startupFailure ?? this.#crashLoop;
+    const failed = this.#startupFailure ?? this.#failure ?? this.#crashLoop;
     const exitCode = failed === undefined && dirty.length === 0 ? 0 : 1;
     const durationMs = Math.round(performance.now() - started);
     if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
     else if (this.#startupFailure !== undefined) {
       this.logger.logError("stopped in %dms with exit 1: startup failed: %s", durationMs, this.#startupFailure);
-    } else if (dirty.length > 0) {
+    } else if (this.#failure !== undefined) this.logger.logError("stopped in %dms with exit 1: %s", durationMs, this.#failure);
+    else if (dirty.length > 0) {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
     } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);

@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import type { RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import { WorkerHandle, type SupervisedWorker } from "./worker-handle.js";
@@ -12,7 +12,6 @@ export interface Slot {
   restartTimer: NodeJS.Timeout | undefined;
 }
 
-type RequestHandler = (payload: unknown) => unknown;
 
 /** What the pool tells its owner. */
 export interface PoolEvents {
@@ -38,7 +37,9 @@ export class WorkerPool {
   readonly #options: ResolvedSupervisorOptions;
   readonly #events: PoolEvents;
   readonly #breaker: CrashBreaker;
-  readonly #handlers = new Map<string, RequestHandler>();
+  /** Integrations' request handlers and message listeners, installed on every worker as it is forked. */
+  readonly #handlers = new Map<IpcRequestType<unknown, unknown>, IpcHandler<unknown, unknown>>();
+  readonly #messageListeners: Array<(handle: WorkerHandle) => void> = [];
   readonly #listeners = new Set<(worker: SupervisedWorker) => void>();
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
@@ -53,9 +54,16 @@ export class WorkerPool {
   }
 
   /** Serves a request type from every worker, present and future. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): void {
-    this.#handlers.set(type, handler as RequestHandler);
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): void {
+    this.#handlers.set(type as IpcRequestType<unknown, unknown>, handler as IpcHandler<unknown, unknown>);
     for (const handle of this.live) handle.channel.handle(type, handler);
+  }
+
+  /** Listens to a message type from every worker, present and future. */
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): void {
+    const install = (handle: WorkerHandle) => handle.channel.on(type, (payload) => listener(payload, handle));
+    this.#messageListeners.push(install);
+    for (const handle of this.live) install(handle);
   }
 
   /** Calls `listener` for every live worker now and for each one forked later; returns the undo. */
@@ -76,7 +84,8 @@ export class WorkerPool {
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
     }), logger);
     this.live.add(handle);
-    for (const [type, handler] of this.#handlers) handle.channel.handle(type as RequestType, handler as never);
+    for (const [type, handler] of this.#handlers) handle.channel.handle(type, handler);
+    for (const install of this.#messageListeners) install(handle);
     for (const listener of this.#listeners) listener(handle);
     void handle.exited.then(() => this.#onExit(handle));
     return handle;

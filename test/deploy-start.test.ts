@@ -100,7 +100,8 @@ function runHealthcheck(env: Record<string, string>): number | null {
 }
 
 function baseEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", ...imageEnv, ...extra, PORT: String(port) };
+  // Kernel-assigned ports, the metrics port too: a fixed one could be taken on the test machine.
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", ...imageEnv, ...extra, PORT: String(port), KEELSON_METRICS_PORT: "0" };
 }
 
 describe("the image's start command, on the host", () => {

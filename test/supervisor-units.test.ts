@@ -28,16 +28,18 @@ function runCli(...args: string[]) {
 
 describe("supervisor options", () => {
   it("documents its defaults", () => {
-    const saved = { WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY };
-    delete process.env.WORKERS;
-    delete process.env.WEB_CONCURRENCY;
+    const saved = {
+      WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY,
+      KEELSON_METRICS_PORT: process.env.KEELSON_METRICS_PORT, KEELSON_METRICS_HOST: process.env.KEELSON_METRICS_HOST,
+    };
+    for (const name of Object.keys(saved)) delete process.env[name];
     try {
       const options = resolveOptions({ entry: ENTRY });
       expect(options).toMatchObject({
         workers: availableParallelism(), port: undefined, args: [], execArgv: process.execArgv, readyTimeout: 30_000,
         shutdownTimeout: 10_000, killMargin: 1000, heartbeatInterval: 1000, watchdogTimeout: 10_000,
         backoff: { initial: 100, max: 10_000, resetAfter: 30_000 }, crashLoop: { maxCrashes: 10, window: 60_000 },
-        handleSignals: true, exitProcess: true,
+        handleSignals: true, exitProcess: true, metricsPort: 9464, metricsHost: undefined,
       });
     } finally {
       for (const [name, value] of Object.entries(saved)) if (value !== undefined) process.env[name] = value;
@@ -57,6 +59,8 @@ describe("supervisor options", () => {
     expect(() => resolveOptions({ entry: ENTRY, port: 70_000 })).toThrow("port must be an integer from 0 to 65535");
     expect(() => resolveOptions({ entry: ENTRY, watchdogTimeout: 500, heartbeatInterval: 1000 })).toThrow("must exceed heartbeatInterval");
     expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
+    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow('metricsPort must be a port from 0 to 65535, or off, got "-1"');
+    expect(resolveOptions({ entry: ENTRY, metricsPort: false }).metricsPort).toBe(false);
   });
 });
 
@@ -76,6 +80,17 @@ describe("supervisor command line", () => {
   it("takes WORKERS and PORT from the environment when the flags are absent", () => {
     expect(parseCli(["start", ENTRY], { WORKERS: "2", PORT: "4000" })).toMatchObject({ options: { workers: 2, port: 4000 } });
     expect(parseCli(["start", ENTRY, "--workers", "5"], { WORKERS: "2" })).toMatchObject({ options: { workers: 5 } });
+  });
+
+  it("takes the metrics port and address from flags, else KEELSON_METRICS_PORT / KEELSON_METRICS_HOST; off turns it off", () => {
+    expect(parseCli(["start", ENTRY, "--metrics-port", "9100", "--metrics-host", "10.1.2.3"], {}))
+      .toMatchObject({ options: { metricsPort: 9100, metricsHost: "10.1.2.3" } });
+    expect(parseCli(["start", ENTRY, "--metrics-port", "off"], { KEELSON_METRICS_PORT: "9100" })).toMatchObject({ options: { metricsPort: false } });
+    expect(parseCli(["start", ENTRY], { KEELSON_METRICS_PORT: "0", KEELSON_METRICS_HOST: "::1" }))
+      .toMatchObject({ options: { metricsPort: 0, metricsHost: "::1" } });
+    expect(parseCli(["start", ENTRY], {})).toMatchObject({ options: { metricsPort: undefined, metricsHost: undefined } });
+    expect(usageError(["start", ENTRY, "--metrics-port", "metrics"])).toBe('--metrics-port must be a port from 0 to 65535, or off, got "metrics"');
+    expect(usageError(["start", ENTRY], { KEELSON_METRICS_PORT: "99999" })).toBe('KEELSON_METRICS_PORT must be a port from 0 to 65535, or off, got "99999"');
   });
 
   it("answers help and names what is wrong otherwise", () => {

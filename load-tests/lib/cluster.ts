@@ -76,7 +76,8 @@ export async function startCluster(spec: ClusterSpec, readyTimeoutMs = 60_000): 
   const argv = spec.pinCpu === null ? node : ["taskset", "-c", String(spec.pinCpu), ...node];
   const child = spawn(argv[0] ?? process.execPath, argv.slice(1), {
     cwd: spec.cwd,
-    env: { ...process.env, NODE_ENV: "production", ...spec.env },
+    // A free metrics port (read it from the "cluster-wide metrics on" line): 9464 may be taken.
+    env: { ...process.env, NODE_ENV: "production", KEELSON_METRICS_PORT: "0", ...spec.env },
     stdio: ["ignore", fd, fd],
     detached: true,
   });
