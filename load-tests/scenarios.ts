@@ -13,6 +13,7 @@ import { createContext, verdict, type Scenario, type Verdict } from "./scenarios
 import { malformed } from "./scenarios/malformed.js";
 import { metricsScrapeScenario } from "./scenarios/metrics-scrape.js";
 import { randomPaths } from "./scenarios/random-paths.js";
+import { reloadBurst } from "./scenarios/reload-burst.js";
 import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
 import { sigterm } from "./scenarios/sigterm.js";
@@ -21,6 +22,7 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const SCENARIOS: Record<string, Scenario> = {
   sigterm,
   sighup,
+  "reload-burst": reloadBurst,
   "sigkill-worker": sigkillWorker,
   "metrics-scrape": metricsScrapeScenario,
   "random-paths": randomPaths,

@@ -82,6 +82,7 @@ export class App implements Router {
   readonly #cors: Cors | undefined;
   #metrics: MetricsCollector | undefined;
   #inflight = 0;
+  #requests = 0;
   #listening: Promise<void> | undefined;
 
   constructor(config: KConfig = {}) {
@@ -264,6 +265,7 @@ export class App implements Router {
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
+            load: { inflight: () => this.#inflight, requests: () => this.#requests },
           });
         }
       }
@@ -301,6 +303,7 @@ export class App implements Router {
     const tracer = this.#services.tracer;
     event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
     this.#inflight++;
+    this.#requests++;
     this.#cors?.apply(event);
   }
 

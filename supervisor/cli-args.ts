@@ -1,12 +1,14 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
 import { readWorkersEnv, type SupervisorOptions } from "./options.js";
 
 /** What the command line asks for. */
 export type CliCommand =
   | { command: "help" }
   | { command: "start"; options: SupervisorOptions }
+  | { command: "control"; control: ControlCommand }
   | { command: "error"; message: string };
 
 export const USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
@@ -28,10 +30,14 @@ Options (times in milliseconds):
       --backoff-reset MS      uptime that resets a slot's delay (default 30000)
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
+      --control-socket PATH   Unix socket for keelson status/reload (default: $KEELSON_CONTROL_SOCKET,
+                              else one per folder and port in $XDG_RUNTIME_DIR/keelson or /tmp/keelson-<uid>)
   -h, --help                  this text
 
 Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
-Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).`;
+Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).
+
+${CONTROL_USAGE}`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -61,19 +67,23 @@ function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | un
 /** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
   try {
+    const [first, ...rest] = argv;
+    if ((first === "status" || first === "reload") && !rest.includes("--help") && !rest.includes("-h")) {
+      return { command: "control", control: parseControlCommand(first, rest, env) };
+    }
     const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
       name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, help: { type: "boolean", short: "h" } },
+      options: { ...options, "control-socket": { type: "string" }, help: { type: "boolean", short: "h" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
     const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
     if (values.help === true || own.length === 0) return { command: "help" };
     const [command, entry, ...extra] = own;
-    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start)` };
+    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, status, reload)` };
     if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
     if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };
@@ -93,6 +103,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         watchdogTimeout: number("watchdog-timeout"),
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
+        controlSocket: values["control-socket"],
       },
     };
   } catch (error) {

@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
 import { newLogger, type Logger } from "../src/logger.js";
+import { defaultControlSocket, effectivePort } from "./control-path.js";
 
 /** Restart delays of one worker slot: `initial` ms, doubling up to `max`, back to `initial` after `resetAfter` ms of uptime. */
 export interface BackoffOptions {
@@ -51,6 +52,12 @@ export interface SupervisorOptions {
   handleSignals?: boolean;
   /** Exit the process (0 or 1) once stopped. Default true. */
   exitProcess?: boolean;
+  /**
+   * The Unix socket `keelson status` and `keelson reload` talk to, or false for none. Default:
+   * `KEELSON_CONTROL_SOCKET`, else a file named by a hash of the working directory and the port
+   * in `$XDG_RUNTIME_DIR/keelson/` or `<tmpdir>/keelson-<uid>/` (a 0700 folder; the socket is 0600).
+   */
+  controlSocket?: string | false;
 }
 
 /** SupervisorOptions with every default applied. */
@@ -114,5 +121,13 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
+    controlSocket: resolveControlSocket(options),
   };
+}
+
+function resolveControlSocket(options: SupervisorOptions): string | false {
+  if (options.controlSocket !== undefined) return options.controlSocket;
+  const fromEnv = process.env.KEELSON_CONTROL_SOCKET;
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  return defaultControlSocket(process.cwd(), effectivePort(options.port));
 }

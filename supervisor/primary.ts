@@ -3,9 +3,11 @@ import { resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
+import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { installClusterMetrics } from "./metrics.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
+import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
 import { WorkerPool } from "./worker-pool.js";
@@ -40,6 +42,8 @@ export class Supervisor {
   readonly finished: Promise<StopReport>;
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog;
+  readonly #board: StatusBoard;
+  #control: Promise<ControlServer | undefined> | undefined;
   #finish!: (report: StopReport) => void;
   #started: Promise<void> | undefined;
   #onStarted: { resolve: () => void; reject: (error: Error) => void } | undefined;
@@ -63,6 +67,11 @@ export class Supervisor {
       },
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
+    this.#board = new StatusBoard(this.#pool, this.options, {
+      reloading: () => this.#reloading !== undefined,
+      stopping: () => this.stopping,
+      crashLoop: () => this.#crashLoop !== undefined,
+    });
     installClusterMetrics(this);
   }
 
@@ -85,6 +94,11 @@ export class Supervisor {
   /** Calls `listener` for every live worker now and every worker forked later; returns the undo. */
   onWorker(listener: (worker: SupervisedWorker) => void): () => void {
     return this.#pool.onWorker(listener);
+  }
+
+  /** What `keelson status` prints: the primary, the crash-loop breaker, each live worker's latest figures. */
+  status(): StatusReport {
+    return this.#board.read();
   }
 
   /** Forks the workers; resolves when all are ready, rejects if the supervisor stops first (e.g. a crash loop). */
@@ -114,6 +128,7 @@ export class Supervisor {
     const started = new Promise<void>((resolve, reject) => (this.#onStarted = { resolve, reject }));
     for (const slot of this.#pool.slots) this.#pool.start(slot);
     this.#watchdog.start();
+    this.#control = this.#openControl();
     return started;
   }
 
@@ -122,7 +137,7 @@ export class Supervisor {
    * asked for while one runs is queued once, so the last deployed code always ends up running.
    */
   reload(): Promise<ReloadReport> {
-    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, durationMs: 0, error: "the supervisor is stopping" });
+    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping" });
     if (this.#reloading) {
       this.logger.info("reload requested while one runs: another follows it");
       this.#reloadAgain = true;
@@ -173,6 +188,7 @@ export class Supervisor {
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
     } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);
     this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${reason}`));
+    await (await this.#control)?.close();
     this.#release();
     const report: StopReport = { reason, exitCode, durationMs, workers };
     this.#finish(report);
@@ -181,6 +197,20 @@ export class Supervisor {
 
   #retire(handle: WorkerHandle, reason: string): Promise<WorkerExit> {
     return handle.terminate(reason, this.options.shutdownTimeout, this.options.killMargin);
+  }
+
+  /** The control socket, if configured; one that cannot open is logged and left out: the service still runs. */
+  async #openControl(): Promise<ControlServer | undefined> {
+    const path = this.options.controlSocket;
+    if (path === false) return undefined;
+    try {
+      const server = await openControlSocket(path, { status: () => this.status(), reload: () => this.reload() }, this.logger);
+      this.logger.info("control socket %s (keelson status, keelson reload)", path);
+      return server;
+    } catch (error) {
+      this.logger.warn("no control socket: %s", (error as Error).message);
+      return undefined;
+    }
   }
 
   #checkAllReady(): void {

@@ -8,6 +8,8 @@ export interface ReloadReport {
   ok: boolean;
   /** Workers replaced. */
   replaced: number;
+  /** Each replacement: the slot, the old worker's pid, the new one's. */
+  workers: Array<{ id: number; from: number; to: number }>;
   durationMs: number;
   /** Why the reload stopped early, when `ok` is false. */
   error: string | undefined;
@@ -33,7 +35,7 @@ export interface ReloadHost {
 export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
   const { pool, logger } = host;
   const started = performance.now();
-  const report: ReloadReport = { ok: true, replaced: 0, durationMs: 0, error: undefined };
+  const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined };
   logger.info("reload: replacing %d worker(s) one at a time", pool.slots.length);
   for (const slot of pool.slots) {
     if (host.stopping()) {
@@ -42,12 +44,15 @@ export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
       break;
     }
     const outcome = await replaceSlot(host, slot);
-    if (typeof outcome === "object") {
+    if ("error" in outcome) {
       report.ok = false;
       report.error = outcome.error;
       break;
     }
-    if (outcome === "replaced") report.replaced++;
+    if (outcome.replaced !== undefined) {
+      report.replaced++;
+      report.workers.push(outcome.replaced);
+    }
   }
   report.durationMs = Math.round(performance.now() - started);
   if (report.ok) logger.info("reload complete: %d worker(s) replaced in %dms", report.replaced, report.durationMs);
@@ -55,13 +60,15 @@ export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
   return report;
 }
 
-async function replaceSlot(host: ReloadHost, slot: Slot): Promise<"replaced" | "skipped" | { error: string }> {
+type SlotOutcome = { replaced: { id: number; from: number; to: number } | undefined } | { error: string };
+
+async function replaceSlot(host: ReloadHost, slot: Slot): Promise<SlotOutcome> {
   const { pool, logger } = host;
   const old = slot.current;
   if (old === undefined || old.state !== "ready") {
     // Starting or restarting already: it comes up with the new code anyway.
     logger.info("reload: worker %d is not serving (being restarted): skipped", slot.id);
-    return "skipped";
+    return { replaced: undefined };
   }
   const replacement = pool.fork(slot.id);
   try {
@@ -73,12 +80,13 @@ async function replaceSlot(host: ReloadHost, slot: Slot): Promise<"replaced" | "
     return { error: `replacement ${replacement.name} for ${old.name}: ${(error as Error).message}; keeping the old worker` };
   }
   if (host.stopping()) return { error: "the supervisor is stopping" };
-  if (slot.current !== old && slot.current !== undefined) {
+  const restarted = slot.current;
+  if (restarted !== old && restarted !== undefined) {
     // The old worker died meanwhile and its slot was restarted already, with the new code.
     await host.retire(replacement, `reload: slot ${slot.id} was restarted meanwhile`);
-    return "replaced";
+    return { replaced: { id: slot.id, from: old.pid, to: restarted.pid } };
   }
   pool.promote(slot, replacement);
   await host.retire(old, `reload: replaced by ${replacement.name}`);
-  return "replaced";
+  return { replaced: { id: slot.id, from: old.pid, to: replacement.pid } };
 }

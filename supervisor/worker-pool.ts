@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
-import { describeExit, WorkerHandle, type SupervisedWorker } from "./worker-handle.js";
+import { describeExit, WorkerHandle } from "./worker-handle.js";
 
 /** One worker slot: a stable id, the worker serving it now, its restart backoff. */
 export interface Slot {
@@ -10,6 +10,10 @@ export interface Slot {
   current: WorkerHandle | undefined;
   readonly backoff: Backoff;
   restartTimer: NodeJS.Timeout | undefined;
+  /** Workers forked into this slot so far (first start, restarts, reload replacements). */
+  generation: number;
+  /** Restarts after a crash. */
+  restarts: number;
 }
 
 type RequestHandler = (payload: unknown) => unknown;
@@ -34,7 +38,7 @@ export class WorkerPool {
   readonly #events: PoolEvents;
   readonly #breaker: CrashBreaker;
   readonly #handlers = new Map<string, RequestHandler>();
-  readonly #listeners = new Set<(worker: SupervisedWorker) => void>();
+  readonly #listeners = new Set<(worker: WorkerHandle) => void>();
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
 
@@ -44,6 +48,7 @@ export class WorkerPool {
     this.#breaker = new CrashBreaker(options.crashLoop);
     this.slots = Array.from({ length: options.workers }, (_, index) => ({
       id: index + 1, current: undefined, backoff: new Backoff(options.backoff), restartTimer: undefined,
+      generation: 0, restarts: 0,
     }));
   }
 
@@ -54,7 +59,7 @@ export class WorkerPool {
   }
 
   /** Calls `listener` for every live worker now and for each one forked later; returns the undo. */
-  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+  onWorker(listener: (worker: WorkerHandle) => void): () => void {
     this.#listeners.add(listener);
     for (const handle of this.live) listener(handle);
     return () => this.#listeners.delete(listener);
@@ -69,6 +74,8 @@ export class WorkerPool {
       KEELSON_WORKER_ID: String(id),
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
     }), logger);
+    const slot = this.slots[id - 1];
+    if (slot !== undefined) handle.generation = ++slot.generation;
     this.live.add(handle);
     for (const [type, handler] of this.#handlers) handle.channel.handle(type as RequestType, handler as never);
     for (const listener of this.#listeners) listener(handle);
@@ -94,6 +101,11 @@ export class WorkerPool {
     clearTimeout(slot.restartTimer);
     slot.restartTimer = undefined;
     slot.current = handle;
+  }
+
+  /** The crash-loop breaker: crashes within its window now. */
+  crashesNow(): number {
+    return this.#breaker.recent(performance.now());
   }
 
   /** Stops forking and cancels pending restarts. */
@@ -126,7 +138,9 @@ export class WorkerPool {
       handle.name, how, when, delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
-      if (slot.current === undefined) this.start(slot);
+      if (slot.current !== undefined) return;
+      slot.restarts++;
+      this.start(slot);
     }, delay);
   }
 }
