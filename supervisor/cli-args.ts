@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
+import { parseSize } from "./memory-limit.js";
 import { readWorkersEnv, type SupervisorOptions } from "./options.js";
 
 /** What the command line asks for. */
@@ -30,6 +31,8 @@ Options (times in milliseconds):
       --backoff-reset MS      uptime that resets a slot's delay (default 30000)
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
+      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
+                              --max-memory-window MS (default 30000), new worker first
       --control-socket PATH   Unix socket for keelson status/reload (default: $KEELSON_CONTROL_SOCKET,
                               else one per folder and port in $XDG_RUNTIME_DIR/keelson or /tmp/keelson-<uid>)
   -h, --help                  this text
@@ -42,7 +45,7 @@ ${CONTROL_USAGE}`;
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
   "heartbeat-interval": undefined, "watchdog-timeout": undefined, "backoff-initial": undefined, "backoff-max": undefined,
-  "backoff-reset": undefined, "max-crashes": undefined, "crash-window": undefined,
+  "backoff-reset": undefined, "max-crashes": undefined, "crash-window": undefined, "max-memory-window": undefined,
 } as const;
 
 type NumberFlag = keyof typeof NUMBER_FLAGS;
@@ -76,7 +79,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, "control-socket": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { ...options, "control-socket": { type: "string" }, "max-memory": { type: "string" }, help: { type: "boolean", short: "h" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
@@ -104,6 +107,8 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
         controlSocket: values["control-socket"],
+        maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
+        maxMemoryWindow: number("max-memory-window"),
       },
     };
   } catch (error) {

@@ -4,13 +4,14 @@ import { fileURLToPath } from "node:url";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
+import { MemoryLimit } from "./memory-limit.js";
 import { installClusterMetrics } from "./metrics.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
-import { WorkerPool } from "./worker-pool.js";
+import { WorkerPool, type Slot } from "./worker-pool.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -44,6 +45,7 @@ export class Supervisor {
   readonly #watchdog: Watchdog;
   readonly #board: StatusBoard;
   #control: Promise<ControlServer | undefined> | undefined;
+  readonly #memory: MemoryLimit | undefined;
   #finish!: (report: StopReport) => void;
   #started: Promise<void> | undefined;
   #onStarted: { resolve: () => void; reject: (error: Error) => void } | undefined;
@@ -71,6 +73,11 @@ export class Supervisor {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
       crashLoop: () => this.#crashLoop !== undefined,
+    });
+    const { maxMemory, maxMemoryWindow } = this.options;
+    this.#memory = maxMemory === undefined ? undefined : new MemoryLimit({
+      limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, pool: this.#pool,
+      replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
     installClusterMetrics(this);
   }
@@ -143,20 +150,42 @@ export class Supervisor {
       this.#reloadAgain = true;
       return this.#reloading;
     }
+    return this.#replace(undefined, "reload");
+  }
+
+  /**
+   * Runs a rolling replacement of `slots` (every slot when undefined) as the one replacement
+   * allowed at a time; reloads asked meanwhile are folded into one full run after it.
+   */
+  #replace(slots: readonly Slot[] | undefined, what: string): Promise<ReloadReport> {
     const run = async (): Promise<ReloadReport> => {
       let report: ReloadReport;
+      let only = slots;
       do {
         this.#reloadAgain = false;
         report = await rollingReload({
           pool: this.#pool, logger: this.logger, readyTimeout: this.options.readyTimeout,
           stopping: () => this.#stopping !== undefined,
           retire: (handle, reason) => this.#retire(handle, reason),
-        });
+        }, only, only === undefined ? "reload" : what);
+        only = undefined;
       } while (this.#reloadAgain && report.ok && !this.#stopping);
       this.#reloading = undefined;
       return report;
     };
     return (this.#reloading = run());
+  }
+
+  /** A worker over its memory limit: replaced alone, like a reload replaces it; after a reload that is running, if any. */
+  #replaceOverLimit(handle: WorkerHandle, why: string): void {
+    const slot = this.#pool.slots[handle.id - 1];
+    if (this.#stopping || slot === undefined || slot.current !== handle) return;
+    if (this.#reloading) {
+      this.#memory?.retry(handle);
+      return;
+    }
+    this.logger.warn("%s: %s: replacing it", handle.name, why);
+    void this.#replace([slot], "memory-limit restart");
   }
 
   /**

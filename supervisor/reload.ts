@@ -31,13 +31,14 @@ export interface ReloadHost {
  * the slot's worker, then drain the old one and wait for it to exit. The port is served
  * throughout: the old worker keeps serving until the new one listens. A replacement not ready
  * within `readyTimeout` (or that dies first) is killed, the old worker stays, and the reload stops.
+ * `slots` and `what` serve replacements of single workers too (a memory limit), logged as `what`.
  */
-export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
-  const { pool, logger } = host;
+export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = host.pool.slots, what = "reload"): Promise<ReloadReport> {
+  const { logger } = host;
   const started = performance.now();
   const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined };
-  logger.info("reload: replacing %d worker(s) one at a time", pool.slots.length);
-  for (const slot of pool.slots) {
+  logger.info("%s: replacing %d worker(s) one at a time", what, slots.length);
+  for (const slot of slots) {
     if (host.stopping()) {
       report.ok = false;
       report.error = "the supervisor is stopping";
@@ -55,8 +56,8 @@ export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
     }
   }
   report.durationMs = Math.round(performance.now() - started);
-  if (report.ok) logger.info("reload complete: %d worker(s) replaced in %dms", report.replaced, report.durationMs);
-  else logger.logError("reload stopped after %d worker(s) replaced in %dms: %s", report.replaced, report.durationMs, report.error);
+  if (report.ok) logger.info("%s complete: %d worker(s) replaced in %dms", what, report.replaced, report.durationMs);
+  else logger.logError("%s stopped after %d worker(s) replaced in %dms: %s", what, report.replaced, report.durationMs, report.error);
   return report;
 }
 

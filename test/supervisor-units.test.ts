@@ -18,6 +18,13 @@ function usageError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
   return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
 }
 
+/** The parsed `keelson status|reload …`. */
+function control(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const cli = parseCli(argv, env);
+  if (cli.command !== "control") throw new Error(`not a control command: ${JSON.stringify(cli)}`);
+  return cli.control;
+}
+
 function runCli(...args: string[]) {
   return spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
     cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
@@ -89,11 +96,6 @@ describe("supervisor command line", () => {
   });
 
   it("status and reload: the socket of this folder and PORT unless --socket or KEELSON_CONTROL_SOCKET names one", () => {
-    const control = (argv: string[], env: NodeJS.ProcessEnv = {}) => {
-      const cli = parseCli(argv, env);
-      if (cli.command !== "control") throw new Error(`not a control command: ${JSON.stringify(cli)}`);
-      return cli.control;
-    };
     const here = defaultControlSocket(process.cwd(), 4000, {});
     expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, json: false, watchMs: undefined });
     expect(control(["status", "-p", "4000", "--json"])).toMatchObject({ socket: here, json: true });
