@@ -1,11 +1,27 @@
 import { defineConfig } from "vitest/config";
 
+// Four projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
+// `make test` (plain `vitest run`) runs them all. A file belongs to `unit` unless it is listed under
+// the project of what it starts: real sockets in this process, real child processes, a browser.
+const socket = ["app", "integrations", "tracing", "validation"];
+const process = [
+  "deploy-dockerfile", "deploy-start", "docs-page", "lifecycle-*", "logger", "metrics-cluster", "metrics-merge",
+  "supervisor*", "tracing-exit",
+];
+const browser = ["browser-*"];
+const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
     // Process-level suites spawn real servers and send real signals: give them room on a noisy 2-core box.
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    projects: [
+      { extends: true, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: files([...socket, ...process, ...browser]) } },
+      { extends: true, test: { name: "socket", include: files(socket) } },
+      { extends: true, test: { name: "process", include: files(process) } },
+      { extends: true, test: { name: "browser", include: files(browser) } },
+    ],
   },
 });

@@ -96,7 +96,7 @@ export class App implements Router {
       hooks: this.#hooks,
       inflight: () => this.#inflight,
     });
-    // 1–4 of the spec's construction order: request logging and CORS start in onRequest, panic
+    // Steps 1–4 of the construction order in docs/routing.md: request logging and CORS start in onRequest, panic
     // recovery and the error handler are onError, the log line is written by fetch() once h3 has
     // the Response. Not h3's onResponse: that option costs every request four promises, and
     // each of them runs the async hooks of an OpenTelemetry context manager.

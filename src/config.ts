@@ -56,7 +56,7 @@ export interface CorsConfig {
   maxAge?: number;
 }
 
-/** Configuration of an App (the spec's KConfig). */
+/** Configuration of an App (docs/configuration.md). */
 export interface KConfig {
   serviceName?: string;
   /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */

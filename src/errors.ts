@@ -5,7 +5,7 @@ export interface ErrorCodeInfo {
 }
 
 /**
- * Every code keelson itself produces. The README lists the same table; a test keeps them in step.
+ * Every code keelson itself produces. docs/errors.md lists the same table; a test keeps them in step.
  * Application code may use any other code through `new KError(...)`.
  */
 export const ERROR_CODES = {
@@ -83,7 +83,7 @@ export function validationError(errors: readonly FieldError[], message?: string)
 }
 
 /**
- * The spec's Internal KError: built from a message and the underlying cause. The response shows
+ * The Internal KError (docs/errors.md): built from a message and the underlying cause. The response shows
  * only the message; the cause is logged with its stack.
  */
 export function internal(message: string, cause?: unknown): KError {

@@ -12,7 +12,7 @@ export interface Router {
   group(prefix: string, ...middleware: Middleware[]): Group;
 }
 
-/** A unit of features installed with `use()` (the spec's Module). */
+/** A unit of features installed with `use()` (a module: docs/routing.md). */
 export interface Module {
   /** Optional name, used in startup error messages. */
   readonly name?: string;

@@ -34,7 +34,7 @@ export interface RequestSpanEnd {
 }
 
 /**
- * The spec's Tracer. keelson calls `startRequestSpan` when a request arrives and
+ * Request tracing (docs/tracing.md). keelson calls `startRequestSpan` when a request arrives and
  * `endRequestSpan` once its response is ready; handlers start children through `ctx.startSpan`.
  */
 export interface Tracer {
@@ -43,14 +43,14 @@ export interface Tracer {
   startSpan(name: string, options?: { parent?: Span; attributes?: Record<string, SpanAttributeValue> }): Span;
 }
 
-/** Translates message keys for a language (the spec's Translator). */
+/** Translates message keys for a language (docs/errors.md, Translator). */
 export interface Translator {
   /** Languages it has, most preferred first; `ctx.lang` is picked from these by Accept-Language. */
   readonly languages: readonly string[];
   translate(lang: string, key: string, ...args: unknown[]): string;
 }
 
-/** Background work started by `listen()` and stopped by a shutdown hook (the spec's Scheduler). */
+/** Background work started by `listen()` and stopped by a shutdown hook (docs/reference.md). */
 export interface Scheduler {
   start(): void | Promise<void>;
   stop(signal: AbortSignal): void | Promise<void>;

@@ -25,7 +25,7 @@ export interface RouteOptions<
   summary?: string;
   description?: string;
   tags?: string[];
-  /** Names of security schemes this route requires (see the README's Docs section). */
+  /** Names of security schemes this route requires (see docs/validation-and-docs.md). */
   security?: string[];
   deprecated?: boolean;
   /** Default: derived from method and path (`getBooksById`). */
@@ -150,7 +150,7 @@ export const patch: Define = define("PATCH");
 /** Declares a DELETE route (`delete` is a reserved word). */
 export const del: Define = define("DELETE");
 
-/** A set of routes registered together (the spec's Controller). */
+/** A set of routes registered together (a controller: docs/routing.md). */
 export interface Controller {
   routes(): Route[];
 }

@@ -268,9 +268,9 @@ describe("failures outside handlers", () => {
   });
 });
 
-/** The error-code catalogue table of README.md. */
+/** The error-code catalogue table of docs/errors.md. */
 function readCatalogueTable(): { source: string; rows: Map<string, { status: number; message: string }> } {
-  const candidates = ["../README.md"].map((p) => fileURLToPath(new URL(p, import.meta.url)));
+  const candidates = ["../docs/errors.md"].map((p) => fileURLToPath(new URL(p, import.meta.url)));
   const header = /^\|\s*code\s*\|\s*status\s*\|\s*message\s*\|\s*$/i;
   for (const source of candidates) {
     if (!existsSync(source)) continue;
@@ -287,10 +287,10 @@ function readCatalogueTable(): { source: string; rows: Map<string, { status: num
     }
     return { source, rows };
   }
-  throw new Error("no `| code | status | message |` table in README.md");
+  throw new Error("no `| code | status | message |` table in docs/errors.md");
 }
 
-describe("ERROR_CODES and the README table", () => {
+describe("ERROR_CODES and the docs/errors.md table", () => {
   it("lists every catalogue code with its status and message", () => {
     const { source, rows } = readCatalogueTable();
     for (const [code, info] of Object.entries(ERROR_CODES)) {

@@ -7,10 +7,14 @@ import * as metrics from "../src/metrics/index.js";
 import * as tracing from "../src/tracing/index.js";
 import * as supervisor from "../supervisor/index.js";
 
+const entryPaths = ["../src/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../supervisor/index.ts"];
+let program: ts.Program | undefined;
+
 /** The names an entry point exports only as types (not at runtime), as the compiler sees them. */
 function typeOnlyExports(path = "../src/index.ts", runtimeModule: object = keelson): string[] {
   const entry = fileURLToPath(new URL(path, import.meta.url));
-  const program = ts.createProgram([entry], {
+  // One program for every entry point: building it is most of this file's run time.
+  program ??= ts.createProgram(entryPaths.map((p) => fileURLToPath(new URL(p, import.meta.url))), {
     module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2023,
     strict: true, skipLibCheck: true, noEmit: true,
   });
@@ -140,9 +144,9 @@ describe.each([
   });
 });
 
-describe("README.md", () => {
-  it("names every export of every entry point (its Public names section)", () => {
-    const readme = readFileSync(fileURLToPath(new URL("../README.md", import.meta.url)), "utf8");
+describe("docs/reference.md", () => {
+  it("names every export of every entry point", () => {
+    const readme = readFileSync(fileURLToPath(new URL("../docs/reference.md", import.meta.url)), "utf8");
     const entries = [
       ["../src/index.ts", keelson], ["../src/metrics/index.ts", metrics],
       ["../src/tracing/index.ts", tracing], ["../supervisor/index.ts", supervisor],

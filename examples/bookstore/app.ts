@@ -51,7 +51,6 @@ export function buildApp(config: KConfig = {}): App {
       version: "1.0.0",
       contact: { name: "Keelson", url: "https://example.com/keelson", email: "keelson@example.com" },
       license: { name: "MIT", url: "https://opensource.org/licenses/MIT" },
-      servers: ["http://localhost:3000 - local"],
       tags: [
         { name: "books", description: "The catalogue" },
         { name: "misc", description: "Everything else" },

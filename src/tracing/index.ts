@@ -1,5 +1,5 @@
 /**
- * keelson/tracing: the spec's Tracer on the OpenTelemetry API. `app.setTracer(otelTracer())`
+ * keelson/tracing: keelson's `Tracer` (docs/tracing.md) on the OpenTelemetry API. `app.setTracer(otelTracer())`
  * gives every request a SERVER span following the stable HTTP semantic conventions; without an
  * SDK registered it costs next to nothing.
  */

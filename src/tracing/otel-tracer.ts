@@ -56,7 +56,7 @@ function isApiTracer(value: unknown): value is ApiTracer {
 }
 
 /**
- * The spec's Tracer on the OpenTelemetry API: one SERVER span per request named
+ * keelson's `Tracer` (docs/tracing.md) on the OpenTelemetry API: one SERVER span per request named
  * `{method} {route}` with the stable HTTP semantic-convention attributes, W3C traceparent
  * continued, and child spans through `ctx.startSpan()` / `app.tracer.startSpan()`.
  * Accepts options or an OpenTelemetry Tracer.

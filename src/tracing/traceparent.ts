@@ -18,7 +18,7 @@ export function readTraceparent(traceparent: string | null, tracestate: string |
   const [, version, traceId, spanId, flags, rest] = match as unknown as [string, string, string, string, string, string | undefined];
   if (version === "ff" || (version === "00" && rest !== undefined)) return undefined;
   if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
-  // Read only for a valid traceparent: the spec says to ignore tracestate otherwise.
+  // Read only for a valid traceparent: W3C Trace Context says to ignore tracestate otherwise.
   const state = typeof tracestate === "function" ? tracestate() : tracestate;
   return {
     traceId,
