@@ -44,7 +44,7 @@ export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = h
       report.error = "the supervisor is stopping";
       break;
     }
-    const outcome = await replaceSlot(host, slot);
+    const outcome = await replaceSlot(host, slot, what);
     if ("error" in outcome) {
       report.ok = false;
       report.error = outcome.error;
@@ -63,19 +63,19 @@ export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = h
 
 type SlotOutcome = { replaced: { id: number; from: number; to: number } | undefined } | { error: string };
 
-async function replaceSlot(host: ReloadHost, slot: Slot): Promise<SlotOutcome> {
+async function replaceSlot(host: ReloadHost, slot: Slot, what: string): Promise<SlotOutcome> {
   const { pool, logger } = host;
   const old = slot.current;
   if (old === undefined || old.state !== "ready") {
     // Starting or restarting already: it comes up with the new code anyway.
-    logger.info("reload: worker %d is not serving (being restarted): skipped", slot.id);
+    logger.info("%s: worker %d is not serving (being restarted): skipped", what, slot.id);
     return { replaced: undefined };
   }
   const replacement = pool.fork(slot.id);
   try {
     await replacement.waitReady(host.readyTimeout);
   } catch (error) {
-    if (replacement.exit === undefined) replacement.kill("reload: replacement not ready");
+    if (replacement.exit === undefined) replacement.kill(`${what}: replacement not ready`);
     await replacement.exited;
     if (host.stopping()) return { error: "the supervisor is stopping" };
     return { error: `replacement ${replacement.name} for ${old.name}: ${(error as Error).message}; keeping the old worker` };
@@ -84,10 +84,10 @@ async function replaceSlot(host: ReloadHost, slot: Slot): Promise<SlotOutcome> {
   const restarted = slot.current;
   if (restarted !== old && restarted !== undefined) {
     // The old worker died meanwhile and its slot was restarted already, with the new code.
-    await host.retire(replacement, `reload: slot ${slot.id} was restarted meanwhile`);
+    await host.retire(replacement, `${what}: slot ${slot.id} was restarted meanwhile`);
     return { replaced: { id: slot.id, from: old.pid, to: restarted.pid } };
   }
   pool.promote(slot, replacement);
-  await host.retire(old, `reload: replaced by ${replacement.name}`);
+  await host.retire(old, `${what}: replaced by ${replacement.name}`);
   return { replaced: { id: slot.id, from: old.pid, to: replacement.pid } };
 }
