@@ -13,6 +13,7 @@ import { createContext, verdict, type Scenario, type Verdict } from "./scenarios
 import { malformed } from "./scenarios/malformed.js";
 import { metricsScrapeScenario } from "./scenarios/metrics-scrape.js";
 import { randomPaths } from "./scenarios/random-paths.js";
+import { loadShed } from "./scenarios/load-shed.js";
 import { reloadBurst } from "./scenarios/reload-burst.js";
 import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
@@ -23,6 +24,7 @@ const SCENARIOS: Record<string, Scenario> = {
   sigterm,
   sighup,
   "reload-burst": reloadBurst,
+  "load-shed": loadShed,
   "sigkill-worker": sigkillWorker,
   "metrics-scrape": metricsScrapeScenario,
   "random-paths": randomPaths,

@@ -14,6 +14,8 @@ export interface LaunchSpec {
   pinCpu: number | null;
   logDir: string;
   cwd: string;
+  /** Extra environment of the server process. */
+  env?: Record<string, string>;
 }
 
 export interface ServerHandle {
@@ -49,7 +51,7 @@ function launch(spec: LaunchSpec, port: number): { child: ChildProcess; output: 
   const child = spawn(command, args, {
     cwd: spec.cwd,
     stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
+    env: { ...process.env, ...spec.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
   });
   track(child);
   // Always drain both pipes: a full pipe would block a server that logs to stdout.
