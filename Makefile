@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build lint typecheck test run bench bench-instructions scenarios docker clean
+.PHONY: install build lint typecheck test run dev bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -30,6 +30,10 @@ test: lint typecheck build
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
 	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+
+# keelson dev on the example's TypeScript sources: a rolling reload on every save.
+dev: $(STAMP)
+	PORT=$(PORT) node --import tsx supervisor/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
 bench: build
 	node --import tsx load-tests/bench.ts

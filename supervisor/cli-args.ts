@@ -2,6 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
+import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
 import { parseSize } from "./memory-limit.js";
 import { readWorkersEnv, type SupervisorOptions } from "./options.js";
 
@@ -10,6 +11,7 @@ export type CliCommand =
   | { command: "help" }
   | { command: "start"; options: SupervisorOptions }
   | { command: "control"; control: ControlCommand }
+  | { command: "dev"; dev: DevCommand }
   | { command: "error"; message: string };
 
 export const USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
@@ -40,7 +42,9 @@ Options (times in milliseconds):
 Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
 Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).
 
-${CONTROL_USAGE}`;
+${CONTROL_USAGE}
+
+${DEV_USAGE}`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -74,6 +78,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     if ((first === "status" || first === "reload") && !rest.includes("--help") && !rest.includes("-h")) {
       return { command: "control", control: parseControlCommand(first, rest, env) };
     }
+    if (first === "dev" && !rest.includes("--help") && !rest.includes("-h")) return { command: "dev", dev: parseDevCommand(rest, env) };
     const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
       name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
     ]));
@@ -86,7 +91,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
     if (values.help === true || own.length === 0) return { command: "help" };
     const [command, entry, ...extra] = own;
-    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, status, reload)` };
+    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, dev, status, reload)` };
     if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
     if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };

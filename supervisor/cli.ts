@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { USAGE, parseCli } from "./cli-args.js";
 import { runControlCommand } from "./control-command.js";
+import { runDev } from "./dev.js";
 import { Supervisor } from "./primary.js";
 
 /**
@@ -16,6 +17,8 @@ if (cli.command === "help") {
   process.exitCode = 2;
 } else if (cli.command === "control") {
   process.exitCode = await runControlCommand(cli.control);
+} else if (cli.command === "dev") {
+  await runDev(cli.dev);
 } else {
   let supervisor: Supervisor | undefined;
   try {

@@ -5,8 +5,9 @@ import { sendControl } from "./control-socket.js";
 import type { ReloadReport } from "./reload.js";
 import type { StatusReport } from "./status.js";
 
-// The command's output is its purpose: consola's default hides it under NODE_ENV=test or CI test runners.
-const consola = createConsola({ level: 3 });
+/** consola for the commands a person types; their output is their purpose, so it is never hidden (consola's default is silent under NODE_ENV=test). */
+export const terminal = createConsola({ level: 3 });
+const consola = terminal;
 
 /** `keelson status` / `keelson reload`, parsed. */
 export interface ControlCommand {
