@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build lint typecheck test run dev bench bench-instructions scenarios docker clean
+.PHONY: install build build-bench lint typecheck test run dev bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -25,7 +25,7 @@ typecheck: $(STAMP)
 
 # lint + typecheck + every test suite (unit, process-level, browser).
 test: lint typecheck build
-	npx vitest run
+	npx vitest run --project unit --project socket --project process --project browser
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
@@ -35,18 +35,24 @@ run: build
 dev: $(STAMP)
 	PORT=$(PORT) node --import tsx supervisor/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
-bench: build
-	node --import tsx load-tests/bench.ts
+# The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
+build-bench: build
+	npx tsc -p tsconfig.bench.json
+
+# MODE=peers (default), instructions, supervisor, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
+MODE ?= peers
+bench: build-bench
+	node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)
 
 # Load-test scenarios (signals under load, scraping, random paths, malformed requests), each ending in
 # a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.
-scenarios: build
-	node --import tsx load-tests/scenarios.ts $(if $(ONLY),--only $(ONLY)) $(if $(LOAD_SECONDS),--seconds $(LOAD_SECONDS))
+scenarios: build-bench
+	ONLY=$(ONLY) LOAD_SECONDS=$(LOAD_SECONDS) npx vitest run --project scenarios
 
 # Instructions per request under valgrind (callgrind): a noise-free complement to `make bench`
 # on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).
-bench-instructions: build
-	node --import tsx load-tests/instructions.ts
+bench-instructions: build-bench
+	node --import tsx load-tests/bench.ts instructions
 
 # The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.
 # Needs a Docker engine; without one it says so and fails, so CI never mistakes "skipped" for "built".

@@ -1,9 +1,9 @@
 import { defineConfig } from "vitest/config";
 
-// Four projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
-// `make test` (plain `vitest run`) runs them all. A file belongs to `unit` unless it is listed under
+// Projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
+// `make test` runs unit, socket, process and browser. A file belongs to `unit` unless it is listed under
 // the project of what it starts: real sockets in this process, real child processes, a browser.
-const socket = ["app", "integrations", "tracing", "validation"];
+const socket = ["app", "integrations", "security-headers", "tracing", "validation"];
 const process = [
   "deploy-dockerfile", "deploy-start", "docs-page", "lifecycle-*", "logger", "metrics-cluster", "metrics-merge",
   "supervisor*", "tracing-exit",
@@ -22,6 +22,8 @@ export default defineConfig({
       { extends: true, test: { name: "socket", include: files(socket) } },
       { extends: true, test: { name: "process", include: files(process) } },
       { extends: true, test: { name: "browser", include: files(browser) } },
+      // Load under autocannon with verdicts: `make scenarios`, never part of `make test`.
+      { extends: true, test: { name: "scenarios", include: ["load-tests/scenarios.test.ts"], testTimeout: 180_000 } },
     ],
   },
 });

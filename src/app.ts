@@ -20,7 +20,7 @@ import { setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
 import { LoadShedder } from "./internal/load-shed.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
-import { attachWorkerLink } from "./internal/worker-link.js";
+import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js";
 import { RequestState } from "./internal/request-state.js";
 import { newLogger, type Logger } from "./logger.js";
 import { json } from "./results.js";
@@ -287,6 +287,10 @@ export class App implements Router {
         }
       }
       await this.#lifecycle.finished;
+    } catch (error) {
+      // Not ready yet: under the supervisor, the primary learns why this worker could not start.
+      if (releaseWorker === doNothing) reportWorkerFailure(error);
+      throw error;
     } finally {
       releaseWorker();
       releaseSignals();

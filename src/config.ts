@@ -51,7 +51,11 @@ export interface CorsConfig {
   /** Default: echo the request's Access-Control-Request-Headers. */
   allowHeaders?: readonly string[];
   exposeHeaders?: readonly string[];
-  /** Default false; with `origin: "*"` the request's origin is echoed instead of `*`. */
+  /**
+   * Default false. When true, `origin` must name the allowed origins (a list, one origin, or a
+   * predicate that refuses unknown origins): with any origin the App refuses to be created.
+   * `Origin: null` is never allowed with credentials.
+   */
   credentials?: boolean;
   /** Preflight cache lifetime in seconds. Default 600. */
   maxAge?: number;

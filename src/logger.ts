@@ -4,6 +4,7 @@
  * (see internal/log-sink.ts), and flushed synchronously on process exit.
  */
 import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./internal/log-format.js";
+import { jsonOrigin, textOrigin } from "./internal/log-origin.js";
 import { flushAllSinks, sinkFor, type LogWriter, type Sink } from "./internal/log-sink.js";
 
 export type { LogWriter } from "./internal/log-sink.js";
@@ -99,11 +100,11 @@ export class Logger {
     const duration = formatDuration(entry.durationMs);
     if (!this.json) {
       const target = escapeText(entry.method + " " + entry.path);
-      this.sink.write(`${level.tag}${textTime(Date.now())} ${target} ${code} ${duration}\n`);
+      this.sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}\n`);
       return;
     }
     // A template, not JSON.stringify of an object: this runs once per request.
-    let line = `{"level":"${level.name}","time":"${isoTime(Date.now())}","method":${jsonString(entry.method)},"path":${jsonString(entry.path)},"status":${code},"duration":"${duration}"`;
+    let line = `{"level":"${level.name}","time":"${isoTime(Date.now())}"${jsonOrigin},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},"status":${code},"duration":"${duration}"`;
     if (entry.requestId !== undefined) line += `,"request_id":${jsonString(entry.requestId)}`;
     if (entry.traceId !== undefined) line += `,"trace_id":${jsonString(entry.traceId)}`;
     this.sink.write(line + "}\n");
@@ -123,8 +124,8 @@ export class Logger {
     const now = Date.now();
     this.sink.write(
       this.json
-        ? `{"level":"${level.name}","time":"${isoTime(now)}","message":${jsonString(message)}}\n`
-        : `${level.tag}${textTime(now)} ${escapeText(message)}\n`,
+        ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
+        : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`,
     );
   }
 }

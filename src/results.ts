@@ -1,6 +1,5 @@
 import { HTTPResponse } from "h3";
-
-const JSON_TYPE = "application/json;charset=UTF-8";
+import { JSON_HEADERS } from "./internal/headers.js";
 
 function refuse(operation: string, name: string): never {
   throw new TypeError(`the headers of a json()/created() response are shared and frozen (${operation} ${name}); pass extra headers to json()`);
@@ -19,7 +18,7 @@ class FrozenHeaders extends Headers {
   }
 }
 
-const SHARED_JSON_HEADERS: Headers = new FrozenHeaders({ "content-type": JSON_TYPE });
+const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
 
 /**
  * h3 builds a new Headers from an HTTPResponse's init on every response (about 1 µs); a JSON
@@ -32,12 +31,12 @@ class JSONResponse extends HTTPResponse {
   }
 }
 
-/** A JSON response with any status and extra headers. */
+/** A JSON response with any status and extra headers (always with `X-Content-Type-Options: nosniff`). */
 export function json(value: unknown, status = 200, headers?: Record<string, string>): HTTPResponse {
   const body = JSON.stringify(value);
   return headers === undefined
     ? new JSONResponse(body, { status })
-    : new HTTPResponse(body, { status, headers: { "content-type": JSON_TYPE, ...headers } });
+    : new HTTPResponse(body, { status, headers: { ...JSON_HEADERS, ...headers } });
 }
 
 /** 201 Created with the created value as JSON, and a Location header when given. */

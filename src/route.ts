@@ -47,7 +47,10 @@ export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
 
-/** Raw query: a repeated key becomes an array. */
+/**
+ * Raw query: a repeated key becomes an array. A prototype-free object: `constructor`, `toString`
+ * and `__proto__` are keys like any other, and a key that was not sent is `undefined`.
+ */
 export type RawQuery = Record<string, string | string[]>;
 
 /** The handler's return: a JSON value (200), `created(v)` (201), `noContent()` (204), or a Response. */

@@ -39,7 +39,7 @@ Options (times in milliseconds):
                               else one per folder and port in $XDG_RUNTIME_DIR/keelson or /tmp/keelson-<uid>)
   -h, --help                  this text
 
-Node options reach the workers: node --import tsx $(npm bin)/keelson start app.ts
+A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
 Environment: WORKERS, PORT, NODE_ENV=production (JSON log lines).
 
 ${CONTROL_USAGE}

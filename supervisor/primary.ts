@@ -1,7 +1,8 @@
 import cluster from "node:cluster";
-import { resolve as resolvePath } from "node:path";
+import { extname, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
+import { setLogOrigin } from "../src/internal/log-origin.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { MemoryLimit } from "./memory-limit.js";
@@ -15,7 +16,7 @@ import { WorkerPool, type Slot } from "./worker-pool.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
-  /** A signal name, `stop()`, or the crash-loop message. */
+  /** A signal name, `stop()`, `crash loop`, or `startup failed: <why>`. */
   reason: string;
   /** 0 when every worker exited cleanly (and no crash loop), else 1. */
   exitCode: 0 | 1;
@@ -52,6 +53,7 @@ export class Supervisor {
   #startedAt = 0;
   #stopping: Promise<StopReport> | undefined;
   #crashLoop: string | undefined;
+  #startupFailure: string | undefined;
   #reloading: Promise<ReloadReport> | undefined;
   #reloadAgain = false;
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
@@ -67,6 +69,7 @@ export class Supervisor {
         this.#crashLoop = why;
         void this.stop("crash loop");
       },
+      failedToStart: (handle) => this.#failedToStart(handle),
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
     this.#board = new StatusBoard(this.#pool, this.options, {
@@ -118,7 +121,13 @@ export class Supervisor {
     if (running) throw new Error("a supervisor is already running in this process (node:cluster has one primary)");
     running = true;
     const { entry, args, execArgv, workers, handleSignals, exitProcess } = this.options;
-    cluster.setupPrimary({ exec: entryPath(entry), args, execArgv });
+    setLogOrigin("primary", process.pid);
+    // stdout/stderr are pipes the primary relays line by line (see output-relay.ts); the real ones
+    // stay open as fds 4 and 5 for a worker whose primary is gone (KEELSON_LOG_FDS). The preload
+    // reports errors that kill a worker before keelson's own code runs.
+    cluster.setupPrimary({
+      exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
+    });
     if (handleSignals) {
       process.on("SIGINT", this.#onStopSignal);
       process.on("SIGTERM", this.#onStopSignal);
@@ -209,19 +218,38 @@ export class Supervisor {
     await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
     const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
     const dirty = workers.filter((w) => !w.clean);
-    const exitCode = this.#crashLoop === undefined && dirty.length === 0 ? 0 : 1;
+    const failed = this.#startupFailure ?? this.#crashLoop;
+    const exitCode = failed === undefined && dirty.length === 0 ? 0 : 1;
     const durationMs = Math.round(performance.now() - started);
     if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
-    else if (dirty.length > 0) {
+    else if (this.#startupFailure !== undefined) {
+      this.logger.logError("stopped in %dms with exit 1: startup failed: %s", durationMs, this.#startupFailure);
+    } else if (dirty.length > 0) {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
     } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);
-    this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${reason}`));
+    const report: StopReport = {
+      reason: this.#startupFailure === undefined ? reason : `startup failed: ${this.#startupFailure}`, exitCode, durationMs, workers,
+    };
+    this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${report.reason}`));
     await (await this.#control)?.close();
     this.#release();
-    const report: StopReport = { reason, exitCode, durationMs, workers };
     this.#finish(report);
     return report;
+  }
+
+  /**
+   * A slot's worker ended before it was ready. At startup (not every worker ready yet) no restart
+   * can help: the same code, config and port would fail the same way, so the supervisor stops
+   * with exit 1 and the reason, and the orchestrator (which shows it) restarts with its own
+   * backoff. Once the service has been up, it is a crash like any other (backoff, breaker): the
+   * cause may be passing, and the workers still running keep serving meanwhile.
+   */
+  #failedToStart(handle: WorkerHandle): boolean {
+    if (this.#onStarted === undefined) return false;
+    this.#startupFailure ??= `${handle.name} exited ${handle.describeEnd()}`;
+    void this.stop("startup failed");
+    return true;
   }
 
   #retire(handle: WorkerHandle, reason: string): Promise<WorkerExit> {
@@ -259,6 +287,9 @@ export class Supervisor {
     running = false;
   }
 }
+
+// Same extension as this file: .ts when run from source (through tsx), .js from dist.
+const PRELOAD = new URL(`./worker-preload${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
 
 /** A file URL or a path relative to the working directory, as an absolute path. */
 function entryPath(entry: string): string {

@@ -1,6 +1,7 @@
 import type { Worker } from "node:cluster";
 import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/internal/ipc.js";
 import type { Logger } from "../src/logger.js";
+import { relayOutput } from "./output-relay.js";
 
 /** starting (forked) → ready (its App listens) → draining (asked to stop, or stopping by itself) → exited. */
 export type WorkerState = "starting" | "ready" | "draining" | "exited";
@@ -37,6 +38,10 @@ function workerEndpoint(worker: Worker): Endpoint {
   };
 }
 
+// After its exit, a worker's last output (an uncaught error's stack) is waited for this long at
+// most: a grandchild that inherited the pipe must not hold the exit up.
+const OUTPUT_GRACE_MS = 500;
+
 /** A forked worker: its state, last heartbeat, and the promises of its readiness and its exit. */
 export class WorkerHandle implements SupervisedWorker {
   readonly id: number;
@@ -47,14 +52,18 @@ export class WorkerHandle implements SupervisedWorker {
   readyAt: number | undefined;
   /** 1 for a slot's first worker, then one more for each restart or reload replacement. */
   generation = 1;
+  #exitedAt: number | undefined;
   lastBeat = 0;
   /** What the worker said when it became ready. */
   info: WorkerMessages["ready"] | undefined;
   /** Set when the supervisor killed it (watchdog, ready timeout, kill timer): the reason. */
   killedBy: string | undefined;
+  /** What the worker reported before dying: its App could not start, or an uncaught error. */
+  failure: string | undefined;
   exit: WorkerExit | undefined;
   /** Resolves when ready; rejects if the worker exits first. */
   readonly ready: Promise<void>;
+  /** Resolves once it has exited and its output has been written out (so log lines about its exit come after its own). */
   readonly exited: Promise<WorkerExit>;
   readonly #worker: Worker;
   readonly #logger: Logger;
@@ -66,13 +75,25 @@ export class WorkerHandle implements SupervisedWorker {
     this.#logger = logger;
     this.pid = worker.process.pid ?? 0;
     this.channel = new Channel(workerEndpoint(worker));
+    const child = worker.process;
+    // Its last words: output, and IPC (a `failed` report can be read after the exit event).
+    const output = Promise.all([
+      child.stdout && relayOutput(child.stdout, 1),
+      child.stderr && relayOutput(child.stderr, 2),
+      new Promise((resolve) => (child.connected ? child.once("disconnect", resolve) : resolve(undefined))),
+    ]);
     this.exited = new Promise((resolve) => {
       worker.once("exit", (code: number | null, signal: NodeJS.Signals | null) => {
-        this.exit = { code, signal };
+        const exit = (this.exit = { code, signal });
+        this.#exitedAt = performance.now();
         this.state = "exited";
         clearTimeout(this.#killTimer);
         this.channel.close();
-        resolve(this.exit);
+        const grace = setTimeout(() => resolve(exit), OUTPUT_GRACE_MS);
+        void output.then(() => {
+          clearTimeout(grace);
+          resolve(exit);
+        });
       });
     });
     this.ready = new Promise((resolve, reject) => {
@@ -84,10 +105,11 @@ export class WorkerHandle implements SupervisedWorker {
         this.#logger.info("%s ready on %s in %dms", this.name, info.url, Math.round(this.readyAt - this.forkedAt));
         resolve();
       });
-      void this.exited.then((exit) => reject(new Error(`exited (${describeExit(exit)}) before it was ready`)));
+      void this.exited.then(() => reject(new Error(`exited ${this.describeEnd()}`)));
     });
     this.ready.catch(() => {});
     this.channel.on("heartbeat", () => (this.lastBeat = performance.now()));
+    this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
     this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
     worker.on("error", (error: Error) => this.#logger.warn("%s: IPC error: %s", this.name, error.message));
     this.#logger.info("%s starting", this.name);
@@ -98,9 +120,21 @@ export class WorkerHandle implements SupervisedWorker {
     return `worker ${this.id} (pid ${this.pid})`;
   }
 
-  /** Milliseconds since it became ready; 0 if it never did. */
+  /** Milliseconds from ready to exit (or to now); 0 if it never got ready. */
   get uptime(): number {
-    return this.readyAt === undefined ? 0 : performance.now() - this.readyAt;
+    return this.readyAt === undefined ? 0 : (this.#exitedAt ?? performance.now()) - this.readyAt;
+  }
+
+  /**
+   * How it ended, in one line: `(code 1) before it was ready: <what it reported>`, or
+   * `(signal SIGKILL, killed: <why>) after 5230ms up`.
+   */
+  describeEnd(): string {
+    const exit = describeExit(this.exit ?? { code: null, signal: null });
+    const killed = this.killedBy === undefined ? "" : `, killed: ${this.killedBy}`;
+    const when = this.readyAt === undefined ? "before it was ready" : `after ${Math.round(this.uptime)}ms up`;
+    const failure = this.failure === undefined ? "" : `: ${this.failure}`;
+    return `(${exit}${killed}) ${when}${failure}`;
   }
 
   /** Waits for readiness at most `timeoutMs`; rejects with the reason it is not ready. */

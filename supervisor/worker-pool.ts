@@ -2,7 +2,7 @@ import cluster from "node:cluster";
 import type { RequestType, Requests } from "../src/internal/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
-import { describeExit, WorkerHandle } from "./worker-handle.js";
+import { WorkerHandle } from "./worker-handle.js";
 
 /** One worker slot: a stable id, the worker serving it now, its restart backoff. */
 export interface Slot {
@@ -24,6 +24,11 @@ export interface PoolEvents {
   ready(handle: WorkerHandle): void;
   /** The crash-loop breaker tripped; `why` is the one-line reason. */
   crashLoop(why: string): void;
+  /**
+   * The slot's worker ended before it was ready. True when the owner takes it as a failed
+   * startup (no restart); false to treat it as a crash (backoff, breaker).
+   */
+  failedToStart(handle: WorkerHandle): boolean;
 }
 
 /**
@@ -72,6 +77,7 @@ export class WorkerPool {
       ...env,
       ...(port === undefined ? {} : { PORT: String(port) }),
       KEELSON_WORKER_ID: String(id),
+      KEELSON_LOG_FDS: "4,5",
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
     }), logger);
     const slot = this.slots[id - 1];
@@ -121,21 +127,20 @@ export class WorkerPool {
     if (slot === undefined || slot.current !== handle) return;
     slot.current = undefined;
     const { logger, crashLoop } = this.#options;
-    const how = `${describeExit(handle.exit ?? { code: null, signal: null })}${handle.killedBy ? `, killed: ${handle.killedBy}` : ""}`;
     if (this.closed) {
-      logger.info("%s exited (%s)", handle.name, how);
+      logger.info("%s exited %s", handle.name, handle.describeEnd());
       return;
     }
-    const when = handle.readyAt === undefined ? "before it was ready" : `after ${Math.round(handle.uptime)}ms up`;
+    if (handle.readyAt === undefined && this.#events.failedToStart(handle)) return;
     if (this.#breaker.record(performance.now())) {
-      const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}), the last: ${handle.name} exited (${how}) ${when}; giving up`;
+      const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}), the last: ${handle.name} exited ${handle.describeEnd()}; giving up`;
       logger.logError("%s", why);
       this.#events.crashLoop(why);
       return;
     }
     const delay = slot.backoff.delay(handle.uptime);
-    logger.warn("%s died unexpectedly (%s) %s: restarting in %dms (crash %d within %dms; giving up at %d)",
-      handle.name, how, when, delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
+    logger.warn("%s died unexpectedly %s; restarting in %dms (crash %d within %dms; giving up at %d)",
+      handle.name, handle.describeEnd(), delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
       if (slot.current !== undefined) return;

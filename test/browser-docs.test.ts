@@ -75,9 +75,26 @@ describe("the docs page in a real browser", () => {
     page.on("request", (request) => requests.push(request.url()));
     page.on("requestfailed", (request) => failures.push(`${request.url()}: ${request.failure()?.errorText}`));
     page.on("pageerror", (error) => errors.push(error.message));
+    // Chromium reports a blocked resource, style or script as a console error naming the
+    // Content Security Policy; warnings and errors of any kind fail the case.
+    const messages: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") messages.push(`${message.type()}: ${message.text()}`);
+    });
+    await page.exposeFunction("keelsonCSPViolation", (text: string) => messages.push(`securitypolicyviolation: ${text}`));
+    await page.addInitScript(() => {
+      document.addEventListener("securitypolicyviolation", (event) => {
+        const report = (window as unknown as { keelsonCSPViolation(text: string): void }).keelsonCSPViolation;
+        report(`${event.violatedDirective} blocked ${event.blockedURI || "inline"} (${event.sample}) at ${event.sourceFile}:${event.lineNumber}:${event.columnNumber}`);
+      });
+    });
 
     const response = await page.goto(`${base}/docs`);
     expect(response?.status()).toBe(200);
+    const headers = response!.headers();
+    expect(headers["content-security-policy"]).toMatch(/^default-src 'self'; script-src 'self' 'sha256-[A-Za-z0-9+/]+=*';/);
+    expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
+    expect(headers).toMatchObject({ "x-content-type-options": "nosniff", "x-frame-options": "DENY", "referrer-policy": "no-referrer" });
     for (const summary of OPERATIONS) {
       await expect.poll(() => page.getByText(summary, { exact: true }).first().isVisible(), { timeout: 30_000 }).toBe(true);
     }
@@ -95,7 +112,25 @@ describe("the docs page in a real browser", () => {
     expect(outside).toEqual([]);
     expect(failures).toEqual([]);
     expect(errors).toEqual([]);
+    expect(messages).toEqual([]);
   }, 90_000);
+
+  it("sends a Test request to the API itself under the page's CSP", async () => {
+    expect(context, "the first case launches the browser").toBeDefined();
+    const page = await context!.newPage();
+    const messages: string[] = [];
+    page.on("console", (message) => {
+      if (message.type() === "error" || message.type() === "warning") messages.push(`${message.type()}: ${message.text()}`);
+    });
+    await page.goto(`${base}/docs`);
+    await expect.poll(() => page.getByText("List books", { exact: true }).first().isVisible(), { timeout: 30_000 }).toBe(true);
+    await page.getByRole("button", { name: /test request/i }).first().click();
+    const answer = page.waitForResponse((response) => new URL(response.url()).pathname === "/api/books", { timeout: 30_000 });
+    await page.getByRole("button", { name: /^send/i }).first().click();
+    expect((await answer).status()).toBe(200);
+    expect(messages).toEqual([]);
+    await page.close();
+  }, 60_000);
 
   it("renders at the docs path with a trailing slash too (script and document resolve against the page)", async () => {
     expect(context, "the first case launches the browser").toBeDefined();

@@ -122,7 +122,7 @@ describe("other policies", () => {
   });
 
   it("credentials: the origin is echoed instead of *, with Allow-Credentials and Vary", async () => {
-    const app = corsApp({ credentials: true });
+    const app = corsApp({ origin: [ORIGIN], credentials: true });
     const res = await app.request("/books", { headers: { origin: ORIGIN } });
     expect(corsHeaders(res)).toEqual({
       "access-control-allow-origin": ORIGIN,
@@ -131,6 +131,44 @@ describe("other policies", () => {
     });
     const pre = await preflight(app);
     expect(corsHeaders(pre)).toMatchObject({ "access-control-allow-origin": ORIGIN, "access-control-allow-credentials": "true" });
+  });
+
+  it.each([
+    ["no origin list", {}, "no cors.origin (any origin)"],
+    ['origin "*"', { origin: "*" }, 'cors.origin "*"'],
+    ["a predicate that accepts everything", { origin: () => true }, "a cors.origin function that accepts any origin"],
+    ["a deny-list predicate", { origin: (o: string) => o !== "https://evil.example" }, "a cors.origin function that accepts any origin"],
+    ["a scheme-only predicate", { origin: (o: string) => o.startsWith("https://") }, "a cors.origin function that accepts any origin"],
+  ] as const)("credentials with %s is refused when the App is created, saying what to set", (_, policy, what) => {
+    expect(() => corsApp({ ...policy, credentials: true })).toThrow(
+      `cors.credentials: true with ${what} would let every web site make requests with your users' credentials; ` +
+        'set cors.origin to the allowed origins (e.g. ["https://app.example.com"]) or to a function that accepts only those, or drop cors.credentials',
+    );
+  });
+
+  it("credentials with an allow-list predicate (even one that throws on odd input) is accepted", async () => {
+    const app = corsApp({
+      credentials: true,
+      origin: (o) => {
+        if (!o.startsWith("https://")) throw new Error("unexpected scheme");
+        return o === ORIGIN;
+      },
+    });
+    expect((await app.request("/books", { headers: { origin: ORIGIN } })).headers.get("access-control-allow-origin")).toBe(ORIGIN);
+  });
+
+  it.each([
+    ["a list naming it", ["null", ORIGIN]],
+    ["a predicate accepting it", (o: string) => o === "null" || o === ORIGIN],
+  ] as const)("Origin: null is never reflected with credentials, even with %s", async (_, origin) => {
+    const app = corsApp({ origin, credentials: true });
+    const res = await app.request("/books", { headers: { origin: "null" } });
+    expect(corsHeaders(res)).toEqual({ vary: "Origin" });
+    const pre = await preflight(app, "/books", { origin: "null" });
+    expect(corsHeaders(pre)).toEqual({ vary: "Origin" });
+    // The same policy without credentials may allow it: nothing of the user's travels with it.
+    const open = corsApp({ origin });
+    expect((await open.request("/books", { headers: { origin: "null" } })).headers.get("access-control-allow-origin")).toBe("null");
   });
 
   it("fixed methods, allowed headers and max-age", async () => {

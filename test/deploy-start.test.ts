@@ -1,4 +1,4 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { builtinModules, createRequire } from "node:module";
@@ -6,6 +6,7 @@ import type { AddressInfo } from "node:net";
 import { join, relative, resolve } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
+import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
 import { getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, readDockerfile, type Stage } from "./fixtures/deploy-dockerfile.js";
 
 // Runs the image's own command line on the host against the built package: ENTRYPOINT + CMD from
@@ -17,8 +18,6 @@ const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
 const runtime = dockerfile.stages.at(-1) as Stage;
 const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
 const imageEnv = getStageEnv(runtime);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const running: Started[] = [];
 const servers: Server[] = [];
 
 /** An image path (`/app/dist/x.js`) as a path in this checkout. */
@@ -48,28 +47,17 @@ beforeAll(() => {
 }, 180_000);
 
 afterEach(async () => {
-  for (const started of running.splice(0)) {
-    if (started.child.exitCode === null && started.child.signalCode === null) started.child.kill("SIGKILL");
-    await started.exited;
-  }
+  killAllChildren();
   for (const server of servers.splice(0)) await new Promise((r) => server.close(r));
 });
 
 interface Started {
-  child: ChildProcess;
+  child: Child;
   /** Host pid of the supervisor (PID 1 inside its namespace). */
   pid: number;
   url: string;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
 }
 
 function childOf(pid: number): number | undefined {
@@ -85,23 +73,20 @@ function childOf(pid: number): number | undefined {
 async function startImage(env: Record<string, string>): Promise<Started> {
   const [program, ...args] = getImageCommand(runtime).map(toHost);
   expect(program).toBe("node");
-  const child = spawn("unshare", ["--pid", "--fork", "--kill-child", "--", process.execPath, ...args], {
-    cwd: toHost(workdir), env, stdio: ["ignore", "pipe", "pipe"],
+  const child = spawnChild(["unshare", "--pid", "--fork", "--kill-child", "--", process.execPath, ...args], {
+    cwd: toHost(workdir), env, inheritEnv: false,
   });
-  let output = "";
-  child.stdout?.on("data", (d: Buffer) => (output += d.toString()));
-  child.stderr?.on("data", (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => child.once("exit", (code, signal) => r({ code, signal })));
-  const started: Started = { child, pid: 0, url: `http://127.0.0.1:${env.PORT ?? ""}`, output: () => output, exited };
-  running.push(started);
+  const exited = child.exited.then(({ code, signal }) => ({ code, signal }));
+  const started: Started = { child, pid: 0, url: `http://127.0.0.1:${env.PORT ?? ""}`, output: child.output, exited };
+  // Polls /health the way a readiness probe does: that answer, not a log line, is what "up" means here.
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`exited ${child.exitCode} before answering:\n${output}`);
-    if (Date.now() > deadline) throw new Error(`/health did not answer 200 within 30 s:\n${output}`);
-    started.pid ||= childOf(child.pid ?? 0) ?? 0;
+    if (!child.alive()) throw new Error(`exited before answering:\n${child.output()}`);
+    if (Date.now() > deadline) throw new Error(`/health did not answer 200 within 30 s:\n${child.output()}`);
+    started.pid ||= childOf(child.pid) ?? 0;
     const ok = await fetch(`${started.url}/health`).then((r) => r.status === 200, () => false);
     if (ok && started.pid) return started;
-    await sleep(100);
+    await delay(100);
   }
 }
 
@@ -139,25 +124,25 @@ describe("the image's start command, on the host", () => {
     for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
     // The downward API's limits.cpu with divisor 1, as the kubelet resolves it (rounded up).
     env.WORKERS = String(Math.ceil(Number(container?.resources.limits.cpu)));
-    const delay = Number(env.KEELSON_SHUTDOWN_DELAY_MS);
-    expect(delay).toBeGreaterThan(0);
+    const shutdownDelay = Number(env.KEELSON_SHUTDOWN_DELAY_MS);
+    expect(shutdownDelay).toBeGreaterThan(0);
     const containerEnv = baseEnv(await freePort(), env);
     const app = await startImage(containerEnv);
 
     const signalled = Date.now();
     process.kill(app.pid, "SIGTERM");
     // The listener stays open and tells the probes to stop sending traffic.
-    await sleep(300);
+    await app.child.waitFor(/before closing the listener; \/health answers 503 meanwhile/);
     const during = await fetch(`${app.url}/health`);
     expect(during.status).toBe(503);
     expect(((await during.json()) as { status: string }).status).toBe("DOWN");
     expect(runHealthcheck(containerEnv)).toBe(1);
-    expect(Date.now() - signalled).toBeLessThan(delay);
+    expect(Date.now() - signalled).toBeLessThan(shutdownDelay);
 
     const exit = await app.exited;
     const took = Date.now() - signalled;
     expect(exit, app.output()).toEqual({ code: 0, signal: null });
-    expect(took).toBeGreaterThanOrEqual(delay - 100);
+    expect(took).toBeGreaterThanOrEqual(shutdownDelay - 100);
     expect(took).toBeLessThan(pod.terminationGracePeriodSeconds * 1000);
   });
 

@@ -1,4 +1,5 @@
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
@@ -38,6 +39,25 @@ describe("GET {docs.path}: the page", () => {
     expect(res.headers.get("content-type")).toBe("text/html;charset=UTF-8");
     expect(res.headers.get("cache-control")).toBe("no-cache");
     expect(html).toMatch(/^<!doctype html>/);
+  });
+
+  it("is sent with a CSP that allows its own scripts and exactly its boot code, and may not be framed", () => {
+    const boot = /<script>([\s\S]*?)<\/script>/.exec(html)?.[1];
+    expect(boot).toBeDefined();
+    const hash = createHash("sha256").update(boot!).digest("base64");
+    expect(res.headers.get("content-security-policy")).toBe(
+      `default-src 'self'; script-src 'self' 'sha256-${hash}'; connect-src 'self'; img-src 'self' data:; ` +
+        "style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+    );
+    expect(res.headers.get("x-content-type-options")).toBe("nosniff");
+    expect(res.headers.get("x-frame-options")).toBe("DENY");
+    expect(res.headers.get("referrer-policy")).toBe("no-referrer");
+  });
+
+  it("lets Test request reach the absolute servers of docs.servers (templated ones cannot be named)", async () => {
+    const app = build({ docs: { servers: ["https://api.example.com/v1 - Production", "http://localhost:8080", "https://{region}.example.com", "/relative"] } });
+    const csp = (await app.request("/docs")).headers.get("content-security-policy");
+    expect(csp).toContain("; connect-src 'self' https://api.example.com http://localhost:8080; ");
   });
 
   it("takes its title from DocsConfig, escaped; else the service name", async () => {

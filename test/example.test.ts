@@ -28,6 +28,15 @@ describe("the bookstore example (in-process)", () => {
     expect(res.headers.get("x-api-version")).toBe("1");
   });
 
+  it("documents page and limit as starting at 1 (not at -2^53+1, zod's int() range)", async () => {
+    const doc = (await call("/docs/openapi.json")).body as {
+      paths: Record<string, { get: { parameters: { name: string; schema: Record<string, unknown> }[] } }>;
+    };
+    const params = Object.fromEntries(doc.paths["/api/books"]!.get.parameters.map((p) => [p.name, p.schema]));
+    expect(params.page).toMatchObject({ type: "integer", minimum: 1 });
+    expect(params.limit).toMatchObject({ type: "integer", minimum: 1, maximum: 100 });
+  });
+
   it("pages with page and limit, clamping out-of-range numbers", async () => {
     expect(await call("/api/books?page=2&limit=2")).toMatchObject({
       status: 200, body: { data: [{ id: "b3" }], total: 3, page: 2, limit: 2, total_pages: 2 },

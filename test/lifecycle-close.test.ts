@@ -81,11 +81,13 @@ describe("close()", () => {
 
   it("during startup stops listen() from opening the port and resolves it", async () => {
     const { app } = newApp();
-    app.use({ name: "slow", register: () => sleep(200) });
+    let registering!: () => void;
+    const entered = new Promise<void>((resolve) => (registering = resolve));
+    app.use({ name: "slow", register: () => (registering(), sleep(200)) });
     let ran = 0;
     app.onShutdown(() => void ran++);
     const started = app.listen();
-    await sleep(20);
+    await entered;
     await app.close();
     await started;
     expect(app.port).toBeUndefined();
@@ -94,11 +96,17 @@ describe("close()", () => {
 
   it("gives responses already in flight Connection: close and finishes them", async () => {
     const { app } = newApp();
-    app.route(get("/slow", () => sleep(300).then(() => ({ ok: true }))));
+    let arrived = 0;
+    let bothArrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (bothArrived = resolve));
+    app.route(get("/slow", () => {
+      if (++arrived === 2) bothArrived();
+      return sleep(300).then(() => ({ ok: true }));
+    }));
     const h = await listening(app);
     const agent = new http.Agent({ keepAlive: true });
     const replies = [httpGet(h.port, "/slow", agent), httpGet(h.port, "/slow", agent)];
-    await sleep(100);
+    await inFlight;
     const report = await app.close();
     for (const reply of await Promise.all(replies)) {
       expect(reply.status).toBe(200);
@@ -157,12 +165,14 @@ describe("close()", () => {
 describe("the deadline", () => {
   it("destroys a request that never ends, counts it, and skips the hooks not started", async () => {
     const { app, logs } = newApp({ shutdownTimeout: 800 });
-    app.route(get("/hang", () => new Promise<never>(() => {})));
+    let hangArrived!: () => void;
+    const inFlight = new Promise<void>((resolve) => (hangArrived = resolve));
+    app.route(get("/hang", () => (hangArrived(), new Promise<never>(() => {}))));
     let hookRan = false;
     app.onShutdown(() => void (hookRan = true), "cleanup");
     const h = await listening(app);
     const hanging = httpGet(h.port, "/hang").then(() => "answered", (error: NodeJS.ErrnoException) => error.code);
-    await sleep(100);
+    await inFlight;
     const report = await app.close();
     expect(await hanging).toBe("ECONNRESET");
     expect(report).toMatchObject({ clean: false, deadlinePassed: true, abandonedRequests: 1, skippedHooks: ["cleanup"] });

@@ -194,10 +194,19 @@ describe("formatDuration", () => {
 });
 
 describe("jsonString", () => {
-  it.each(["GET", "/items/42?x=1", "", 'a"b', "back\\slash", "tab\t", "nul\u0000", "del\u007f", "é", "😀", "\ud800 lone", "\u2028"])(
+  it.each(["GET", "/items/42?x=1", "", 'a"b', "back\\slash", "tab\t", "nul\u0000", "é", "😀", "\ud800 lone"])(
     "matches JSON.stringify for %j",
     (value) => {
       expect(jsonString(value)).toBe(JSON.stringify(value));
+    },
+  );
+
+  // JSON.stringify leaves these raw; a log line must not (they drive terminals or split lines).
+  it.each([["del\u007f", '"del\\u007f"'], ["\u2028", '"\\u2028"'], ["c1\u009b", '"c1\\u009b"']])(
+    "escapes %j, which JSON.stringify leaves raw",
+    (value, literal) => {
+      expect(jsonString(value)).toBe(literal);
+      expect(JSON.parse(literal)).toBe(value);
     },
   );
 });

@@ -43,7 +43,7 @@ async function socketOf(sup: Running): Promise<string> {
 
 describe("supervisor: control socket", () => {
   it("keelson status finds the supervisor of this folder and PORT; --json has every worker's figures", async () => {
-    const sup = startSupervisor(["--workers", "2"]);
+    const sup = await startSupervisor(["--workers", "2"]);
     await sup.waitFor(/worker\(s\) ready in/);
     const socket = await socketOf(sup);
     expect(socket).toBe(defaultControlSocket(ROOT.replace(/\/$/, ""), sup.port));
@@ -87,7 +87,7 @@ describe("supervisor: control socket", () => {
   });
 
   it("ten reloads on the socket and ten SIGHUPs back to back under load: two runs, never overlapping, 0 errors", async () => {
-    const sup = startSupervisor(["--workers", "2"]);
+    const sup = await startSupervisor(["--workers", "2"]);
     await sup.waitFor(/worker\(s\) ready in/);
     const socket = await socketOf(sup);
     const mark = sup.output().length;
@@ -117,8 +117,8 @@ describe("supervisor: control socket", () => {
     const open = mkdtempSync(join(tmpdir(), "keelson-ctl-"));
     chmodSync(open, 0o777);
     const chosen = join(open, "control.sock");
-    const first = startSupervisor(["--workers", "1"]);
-    const second = startSupervisor(["--workers", "1", "--control-socket", chosen]);
+    const first = await startSupervisor(["--workers", "1"]);
+    const second = await startSupervisor(["--workers", "1", "--control-socket", chosen]);
     await first.waitFor(/worker\(s\) ready in/);
     await second.waitFor(/worker\(s\) ready in/);
     expect(await socketOf(second)).toBe(chosen);
@@ -133,7 +133,7 @@ describe("supervisor: control socket", () => {
   });
 
   it("replaces the socket file left by a supervisor that was SIGKILLed", async () => {
-    const dead = startSupervisor(["--workers", "1"]);
+    const dead = await startSupervisor(["--workers", "1"]);
     await dead.waitFor(/worker\(s\) ready in/);
     const socket = await socketOf(dead);
     process.kill(dead.pid, "SIGKILL");
@@ -141,7 +141,7 @@ describe("supervisor: control socket", () => {
     expect(existsSync(socket)).toBe(true);
     const stale = await keelson(["status", "--socket", socket], dead.port);
     expect(stale.stderr).toMatch(/a stale socket: its supervisor is gone/);
-    const next = startSupervisor(["--workers", "1", "--control-socket", socket]);
+    const next = await startSupervisor(["--workers", "1", "--control-socket", socket]);
     await next.waitFor(/worker\(s\) ready in/);
     expect(await socketOf(next)).toBe(socket);
     expect((await status(socket)).primary.pid).toBe(next.pid);

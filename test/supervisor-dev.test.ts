@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseCli } from "../supervisor/cli-args.js";
-import { get, randomPort } from "./fixtures/supervisor-harness.js";
+import { freePort, get } from "./fixtures/supervisor-harness.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const children = new Set<ReturnType<typeof spawn>>();
@@ -35,7 +35,7 @@ describe("keelson dev", () => {
     writeFileSync(join(project, "package.json"), '{ "type": "module" }\n');
     const main = join(project, "main.ts");
     writeFileSync(main, entry(1));
-    const port = randomPort();
+    const port = await freePort();
     const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), join(ROOT, "supervisor/cli.ts"), "dev", "main.ts", "--port", String(port)], {
       cwd: project, env: { ...process.env, NODE_ENV: "development" }, stdio: ["ignore", "pipe", "pipe"],
     });

@@ -20,7 +20,7 @@ describe("supervisor: memory limit", () => {
 
   it("replaces a worker whose RSS stays over --max-memory: new one ready first, old one drains and runs its hooks, 0 failed requests", async () => {
     const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-mem-")), "hooks.log");
-    const sup = startSupervisor(["--workers", "2", "--max-memory", "300M", "--max-memory-window", "1500"], {
+    const sup = await startSupervisor(["--workers", "2", "--max-memory", "300M", "--max-memory-window", "1500"], {
       env: { SUPERVISOR_HOOK_LOG: hookLog },
     });
     await sup.waitFor(/worker\(s\) ready in/);

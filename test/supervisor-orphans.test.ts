@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, get, killAll, randomPort, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { alive, get, killAll, freePort, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
 
 afterEach(() => killAll());
 
@@ -14,13 +14,13 @@ const MARGIN_MS = 1500;
 describe("supervisor: orphans, PID 1, library", () => {
   it("SIGKILL the primary: each worker finishes its requests, runs its hooks and exits within its budget", async () => {
     const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
-    const run = startSupervisor(["--workers", "2"], {
+    const run = await startSupervisor(["--workers", "2"], {
       env: { SUPERVISOR_HOOK_LOG: hookLog, SUPERVISOR_SHUTDOWN_TIMEOUT: String(BUDGET_MS) },
     });
     await run.waitFor(/worker\(s\) ready in/);
     const workers = readyWorkers(run);
     const slow = Array.from({ length: 4 }, () => get(run.port, "/slow?ms=1000"));
-    await sleep(300);
+    await run.waitForLines(/slow request started/, 4);
     const killed = performance.now();
     process.kill(run.pid, "SIGKILL");
     expect((await Promise.all(slow)).map((a) => a.status)).toEqual([200, 200, 200, 200]);
@@ -28,8 +28,7 @@ describe("supervisor: orphans, PID 1, library", () => {
     const gone = performance.now() - killed;
     expect(workers.filter((w) => alive(w.pid))).toEqual([]);
     expect(gone).toBeLessThan(BUDGET_MS + MARGIN_MS);
-    await sleep(100);
-    expect(run.output()).toMatch(/draining \(the supervisor's IPC channel closed \(primary gone\)\)/);
+    await run.waitFor(/draining \(the supervisor's IPC channel closed \(primary gone\)\)/);
     const lines = readFileSync(hookLog, "utf8").trim().split("\n");
     for (const { pid } of workers) {
       expect(lines.filter((line) => line.startsWith(`${pid} `)).map((line) => line.split(" ")[2])).toEqual(["first", "second"]);
@@ -37,7 +36,7 @@ describe("supervisor: orphans, PID 1, library", () => {
   });
 
   it("runs as PID 1 of a PID namespace (a container's init): serves, then stops cleanly on SIGTERM", async () => {
-    const run = startSupervisor(["--workers", "2"], { wrap: ["unshare", "--pid", "--fork"] });
+    const run = await startSupervisor(["--workers", "2"], { wrap: ["unshare", "--pid", "--fork"] });
     await run.waitFor(/worker\(s\) ready in/);
     expect(run.output()).toMatch(/supervisor \(pid 1\) starting 2 worker\(s\)/);
     const ids = new Set<string | null>();
@@ -51,7 +50,7 @@ describe("supervisor: orphans, PID 1, library", () => {
   });
 
   it("library: startSupervisor() resolves when all are ready; workers, reload() and stop() report what happened", async () => {
-    const port = randomPort();
+    const port = await freePort();
     const child = spawn(process.execPath, ["--import", "tsx", "test/fixtures/supervisor-lib.ts", String(port)], {
       cwd: join(import.meta.dirname, ".."), stdio: ["ignore", "pipe", "pipe"],
     });

@@ -10,7 +10,7 @@ afterEach(() => killAll());
 
 describe("supervisor: rolling reload", () => {
   it("SIGHUP under steady load: 0 errors, 0 non-2xx, every worker pid changed", async () => {
-    const run = startSupervisor(["--workers", "2"]);
+    const run = await startSupervisor(["--workers", "2"]);
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run);
     const mark = run.output().length;
@@ -44,14 +44,14 @@ describe("supervisor: rolling reload", () => {
 
   it("keeps the old worker and stops the reload when a replacement cannot start, and a later reload succeeds", async () => {
     const flag = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "broken");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run).map((w) => w.pid).toSorted();
     writeFileSync(flag, "");
     let mark = run.output().length;
     process.kill(run.pid, "SIGHUP");
     const stopped = await run.waitFor(/reload stopped/, 20_000, mark);
-    expect(stopped).toMatch(/reload stopped after 0 worker\(s\) replaced in \d+ms: replacement worker 1 \(pid \d+\) for worker 1 \(pid \d+\): exited \(code 1\) before it was ready; keeping the old worker/);
+    expect(stopped).toMatch(/reload stopped after 0 worker\(s\) replaced in \d+ms: replacement worker 1 \(pid \d+\) for worker 1 \(pid \d+\): exited \(code 1\) before it was ready: module broken-db failed to register: database unreachable; keeping the old worker/);
     expect(run.output().slice(mark)).not.toMatch(/died unexpectedly/);
     const serving = new Set<number>();
     for (let i = 0; i < 8; i++) serving.add((await get(run.port, "/whoami")).body.pid);

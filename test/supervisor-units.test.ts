@@ -1,13 +1,16 @@
 // The supervisor's pure parts in-process (options, command line, backoff, breaker), and the
 // CLI's usage paths as a process.
 import { spawnSync } from "node:child_process";
-import { availableParallelism } from "node:os";
+import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
+import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
 import { parseCli } from "../supervisor/cli-args.js";
 import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
+import { relayOutput } from "../supervisor/output-relay.js";
 
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
@@ -117,6 +120,9 @@ describe("supervisor command line", () => {
     const help = runCli("--help");
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
+    // `npm bin` was removed in npm 9; npx resolves the local bin on every npm since 7.
+    expect(help.stdout).not.toContain("npm bin");
+    expect(help.stdout).toContain('NODE_OPTIONS="--import tsx" npx keelson start app.ts');
     const bad = runCli("start", "missing-entry.ts");
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);
@@ -142,5 +148,44 @@ describe("backoff and crash breaker", () => {
     expect(breaker.record(1200)).toBe(false);
     expect(breaker.count).toBe(2);
     expect(breaker.record(1400)).toBe(true);
+  });
+});
+
+/** Feeds `chunks` through a relay into a file; returns what the file got after each chunk and at the end. */
+async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[]; final: string }> {
+  const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
+  const fd = openSync(path, "w");
+  const stream = new PassThrough();
+  const done = relayOutput(stream, fd);
+  const steps: string[] = [];
+  for (const chunk of chunks) {
+    stream.write(chunk);
+    await new Promise((resolve) => setImmediate(resolve));
+    steps.push(readFileSync(path, "utf8"));
+  }
+  stream.end();
+  await done;
+  closeSync(fd);
+  return { steps, final: readFileSync(path, "utf8") };
+}
+
+describe("relayOutput", () => {
+  it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
+    const { steps, final } = await relay(["one\ntw", "o and", " more\nthr", "ee\n"]);
+    expect(steps).toEqual(["one\n", "one\n", "one\ntwo and more\n", "one\ntwo and more\nthree\n"]);
+    expect(final).toBe("one\ntwo and more\nthree\n");
+  });
+
+  it("keeps multi-byte characters split across chunks intact", async () => {
+    const bytes = Buffer.from("héllo wörld ✓\n");
+    const { final } = await relay([bytes.subarray(0, 2), bytes.subarray(2, 9), bytes.subarray(9)]);
+    expect(final).toBe("héllo wörld ✓\n");
+  });
+
+  it("ends a last line without a newline when the stream closes, and cuts a line past 1 MiB", async () => {
+    expect((await relay(["done\nno newline"])).final).toBe("done\nno newline\n");
+    const { steps } = await relay(["x".repeat(700_000), "y".repeat(700_000)]);
+    expect(steps[0]).toBe("");
+    expect(steps[1]).toBe("x".repeat(700_000) + "y".repeat(700_000) + "\n");
   });
 });

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { alive, get, killAll, readyWorkers, sleep, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { alive, get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 
 const ALL_READY = /worker\(s\) ready in \d+ms/;
 
@@ -31,7 +31,7 @@ async function distinctWorkers(run: Running, requests = 12): Promise<Map<string,
 
 describe("supervisor: start and stop", () => {
   it("serves one port from 2 workers with distinct ids and pids, and logs one summary", async () => {
-    const run = startSupervisor(["--workers", "2"]);
+    const run = await startSupervisor(["--workers", "2"]);
     const summary = await run.waitFor(ALL_READY);
     expect(summary).toContain(`2 worker(s) ready`);
     expect(summary).toContain(`http://localhost:${run.port}/`);
@@ -48,10 +48,10 @@ describe("supervisor: start and stop", () => {
 
   it("SIGTERM to the primary with slow requests in flight on both workers: all complete, hooks once in order, exit 0", async () => {
     const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 6 }, () => get(run.port, "/slow?ms=1500"));
-    await sleep(500);
+    await run.waitForLines(/slow request started/, 6);
     const signalled = performance.now();
     process.kill(run.pid, "SIGTERM");
     const answers = await Promise.all(slow);
@@ -68,10 +68,10 @@ describe("supervisor: start and stop", () => {
 
   it("SIGINT to the whole process group (Ctrl+C) stops as cleanly as SIGTERM to the primary", async () => {
     const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
-    const run = startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog }, detached: true });
+    const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog }, detached: true });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 4 }, () => get(run.port, "/slow?ms=1000"));
-    await sleep(300);
+    await run.waitForLines(/slow request started/, 4);
     process.kill(-run.pid, "SIGINT");
     expect((await Promise.all(slow)).map((a) => a.status)).toEqual([200, 200, 200, 200]);
     expect(await run.exited).toEqual({ code: 0, signal: null });
@@ -89,7 +89,7 @@ describe("supervisor: start and stop", () => {
   });
 
   it("replaces a SIGKILLed worker in the same slot while the service keeps answering", async () => {
-    const run = startSupervisor(["--workers", "2"]);
+    const run = await startSupervisor(["--workers", "2"]);
     await run.waitFor(ALL_READY);
     const victim = readyWorkers(run).find((w) => w.id === 1);
     if (victim === undefined) throw new Error("no worker 1");

@@ -1,18 +1,16 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { killAllChildren, spawnChild } from "./helpers/child.js";
 
 // The example service with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a fake OTLP/HTTP collector:
 // spans wait in the batch processor until SIGTERM's shutdown hook flushes them.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
-const live = new Set<ChildProcess>();
 const servers = new Set<Server>();
 
 afterEach(() => {
-  for (const child of live) child.kill("SIGKILL");
-  live.clear();
+  killAllChildren();
   for (const server of servers) server.close();
   servers.clear();
 });
@@ -52,24 +50,13 @@ async function startCollector(): Promise<{ url: string; spans: OtlpSpan[]; servi
 describe("spans at exit (the example service, a real process and SIGTERM)", () => {
   it("exports every request's server span before exiting 0, and the log lines carry their trace ids", async () => {
     const collector = await startCollector();
-    const port = 20_000 + Math.floor(Math.random() * 40_000);
-    const child = spawn(process.execPath, ["--import", "tsx", "examples/bookstore/main.ts"], {
+    const child = spawnChild([process.execPath, "--import", "tsx", "examples/bookstore/main.ts"], {
       cwd: ROOT,
-      env: { ...process.env, NODE_ENV: "production", PORT: String(port), OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bookstore-test",
+      env: { NODE_ENV: "production", PORT: "0", OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_SERVICE_NAME: "bookstore-test",
         // Longer than the test: only the shutdown hook can have exported them.
         OTEL_BSP_SCHEDULE_DELAY: "120000" },
-      stdio: ["ignore", "pipe", "pipe"],
     });
-    live.add(child);
-    let output = "";
-    child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-    const deadline = Date.now() + 20_000;
-    while (!output.includes("listening on")) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`example did not start:\n${output}`);
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    const port = Number(/listening on http:\/\/[^\s"]+:(\d+)/.exec(await child.waitFor(/listening on/))?.[1]);
 
     const paths = ["/hello", "/api/books", "/api/books/1", "/nope", "/hello?name=Ada"];
     const requests = 25;
@@ -80,13 +67,13 @@ describe("spans at exit (the example service, a real process and SIGTERM)", () =
     // Nothing exported yet: the batch processor waits, the shutdown hook must flush.
     expect(collector.spans).toHaveLength(0);
     child.kill("SIGTERM");
-    expect(await exited).toBe(0);
+    expect((await child.exited).code).toBe(0);
 
     const server = collector.spans.filter((span) => span.kind === 2);
     expect(server).toHaveLength(requests);
     expect(new Set(server.map((s) => s.name))).toEqual(new Set(["GET /hello", "GET /api/books", "GET /api/books/:id", "GET"]));
     expect(collector.services).toEqual(new Set(["bookstore-test"]));
-    const logged = output.split("\n").filter((line) => line.startsWith("{") && line.includes("\"method\""))
+    const logged = child.lines().filter((line) => line.startsWith("{") && line.includes("\"method\""))
       .map((line) => (JSON.parse(line) as { trace_id?: string }).trace_id);
     expect(logged).toHaveLength(requests);
     expect(new Set(logged)).toEqual(new Set(server.map((s) => s.traceId)));

@@ -16,8 +16,10 @@ export type Book = z.infer<typeof Book>;
 export const NewBook = Book.omit({ id: true }).meta({ id: "NewBook" });
 const BookId = z.object({ id: z.string().min(1).max(64) });
 const ListQuery = z.object({
-  page: z.number().int().optional().describe("1-based page number (default 1; values below 1 become 1)"),
-  limit: z.number().int().optional().describe("Page size (default 20; below 1 becomes 20, above 100 becomes 100)"),
+  // The documented range is what a client should send; out-of-range numbers are clamped, not
+  // refused, so the bounds are documentation (meta) rather than checks (min/max would 422).
+  page: z.number().int().optional().meta({ minimum: 1 }).describe("1-based page number (default 1; values below 1 become 1)"),
+  limit: z.number().int().optional().meta({ minimum: 1, maximum: 100 }).describe("Page size (default 20; below 1 becomes 20, above 100 becomes 100)"),
 });
 const BookPage = z
   .object({

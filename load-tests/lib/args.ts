@@ -26,7 +26,7 @@ export interface Config {
   viaTsx: boolean;
 }
 
-export const USAGE = `Usage: node --import tsx load-tests/bench.ts [flags]
+export const USAGE = `Usage: node --import tsx load-tests/bench.ts [peers] [flags]
 
   --rounds N         interleaved rounds (default 3)
   --duration S       measured seconds per scenario (default 3)

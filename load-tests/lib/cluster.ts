@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { track } from "./children.js";
+import { adopt as track } from "../../test/helpers/child.js";
 import { sleep } from "./http.js";
 import { freePort } from "./server.js";
 

@@ -1,11 +1,10 @@
-// Starting, probing and stopping one server under test, always bounded in time.
-import { spawn, type ChildProcess } from "node:child_process";
-import * as net from "node:net";
+// Starting, probing and stopping one server under test, always bounded in time, through the
+// shared process harness (its output goes to a file, so the harness costs the load nothing).
 import { performance } from "node:perf_hooks";
-import { track } from "./children.js";
+import { freePort, spawnChild, type Child } from "../../test/helpers/child.js";
 import { request, sleep } from "./http.js";
 
-const TAIL_BYTES = 4_096;
+export { freePort };
 
 export interface LaunchSpec {
   target: string;
@@ -30,97 +29,36 @@ export interface ServerHandle {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Ask the kernel for a free loopback port; the tiny reuse race is acceptable here. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = net.createServer();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const found = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => (found ? resolve(found) : reject(new Error("no free port"))));
-    });
-  });
-}
-
-function launch(spec: LaunchSpec, port: number): { child: ChildProcess; output: () => string } {
-  const [command, args] =
-    spec.pinCpu === null
-      ? [process.execPath, spec.args]
-      : ["taskset", ["-c", String(spec.pinCpu), process.execPath, ...spec.args]];
-  const child = spawn(command, args, {
+function launch(spec: LaunchSpec, port: number): Child {
+  const node = [process.execPath, ...spec.args];
+  return spawnChild(spec.pinCpu === null ? node : ["taskset", "-c", String(spec.pinCpu), ...node], {
     cwd: spec.cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...spec.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
-  });
-  track(child);
-  // Always drain both pipes: a full pipe would block a server that logs to stdout.
-  let tail = "";
-  const keep = (chunk: Buffer): void => {
-    tail = (tail + chunk.toString("utf8")).slice(-TAIL_BYTES);
-  };
-  child.stdout?.on("data", keep);
-  child.stderr?.on("data", keep);
-  return { child, output: () => tail };
-}
-
-const isAlive = (child: ChildProcess): boolean => child.exitCode === null && child.signalCode === null;
-
-/** SIGTERM, then SIGKILL after 3 s; resolves once the process is gone. */
-export function stopChild(child: ChildProcess): Promise<void> {
-  if (!isAlive(child)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const kill = setTimeout(() => child.kill("SIGKILL"), 3_000);
-    child.once("exit", () => {
-      clearTimeout(kill);
-      resolve();
-    });
-    child.kill("SIGTERM");
+    output: "file",
+    env: { ...spec.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
   });
 }
+
+const tail = (child: Child): string => child.output().slice(-4_096).trim() || "(none)";
 
 /** Start a server and wait for its `READY <port>` line. */
 export async function startServer(spec: LaunchSpec, timeoutMs = 15_000): Promise<ServerHandle> {
   const port = await freePort();
-  const { child, output } = launch(spec, port);
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once("exit", (code, signal) => resolve({ code, signal })));
-  await new Promise<void>((resolve, reject) => {
-    let stdout = "";
-    const settle = (): void => {
-      clearTimeout(timer);
-      child.off("exit", onExit);
-      child.off("error", onError);
-      child.stdout?.off("data", onData);
-    };
-    const fail = (why: string): void => {
-      settle();
-      child.kill("SIGKILL");
-      reject(new Error(`${why}\n--- server output (tail) ---\n${output().trim() || "(none)"}`));
-    };
-    const onExit = (code: number | null, signal: string | null): void =>
-      fail(`exited before READY (code ${code}, signal ${signal})`);
-    const onError = (error: Error): void => fail(`spawn failed: ${error.message}`);
-    const onData = (chunk: Buffer): void => {
-      stdout += chunk.toString("utf8");
-      if (/^READY \d+\s*$/m.test(stdout)) {
-        settle();
-        resolve();
-      }
-    };
-    const timer = setTimeout(() => fail(`no READY line within ${timeoutMs} ms`), timeoutMs);
-    child.on("exit", onExit);
-    child.on("error", onError);
-    child.stdout?.on("data", onData);
-  });
+  const child = launch(spec, port);
+  try {
+    await child.waitFor(/^READY \d+\s*$/, { timeoutMs });
+  } catch (error) {
+    child.kill("SIGKILL");
+    throw new Error(`${(error as Error).message.split("\n")[0]}\n--- server output (tail) ---\n${tail(child)}`);
+  }
   return {
-    pid: child.pid ?? -1,
+    pid: child.pid,
     origin: `http://127.0.0.1:${port}`,
-    alive: () => isAlive(child),
-    output,
-    stop: () => stopChild(child),
+    alive: child.alive,
+    output: child.output,
+    // SIGTERM, then SIGKILL after 3 s.
+    stop: async () => void (await child.stop(3_000)),
     kill: (signal) => child.kill(signal),
-    exited,
+    exited: child.exited.then(({ code, signal }) => ({ code, signal })),
   };
 }
 
@@ -132,16 +70,16 @@ export async function coldStart(spec: LaunchSpec, timeoutMs = 15_000): Promise<n
   const port = await freePort();
   const url = `http://127.0.0.1:${port}/hello`;
   const started = performance.now();
-  const { child, output } = launch(spec, port);
+  const child = launch(spec, port);
   try {
     while (performance.now() - started < timeoutMs) {
-      if (!isAlive(child)) throw new Error(`exited during cold start\n${output().trim()}`);
+      if (!child.alive()) throw new Error(`exited during cold start\n${tail(child)}`);
       const res = await request(url, { timeoutMs: 1_000 }).catch(() => null);
       if (res?.status === 200) return performance.now() - started;
       await sleep(5);
     }
-    throw new Error(`no 200 on GET /hello within ${timeoutMs} ms\n${output().trim()}`);
+    throw new Error(`no 200 on GET /hello within ${timeoutMs} ms\n${tail(child)}`);
   } finally {
-    await stopChild(child);
+    await child.stop(3_000);
   }
 }

@@ -2,7 +2,7 @@
 import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
-import { buildServers, type Build } from "../lib/build.js";
+import { builtServers, type Build } from "../lib/build.js";
 import type { LoadClient } from "../lib/load-client.js";
 import type { Pinning } from "../lib/machine.js";
 import type { LoadResult } from "../lib/types.js";
@@ -22,7 +22,7 @@ export interface Context {
   client: LoadClient;
   /** Length of each load phase (`--seconds`). */
   seconds: number;
-  /** The benchmark servers transpiled to plain JavaScript (built once, on first use, removed at exit). */
+  /** The benchmark servers as built in dist/ (bundles made on first use, removed at exit). */
   build(): Build;
   /** A temp dir for server logs, removed at exit. */
   logDir: string;
@@ -48,7 +48,7 @@ export function createContext(root: string, pinning: Pinning, seconds: number): 
     pinning,
     seconds,
     logDir,
-    build: () => (build ??= buildServers(root)),
+    build: () => (build ??= builtServers(root)),
   };
 }
 

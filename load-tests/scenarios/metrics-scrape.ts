@@ -1,7 +1,7 @@
 // Does scraping /metrics move request latency? The supervisor runs 2 workers of
 // test/fixtures/metrics-cluster-app.ts (through tsx); autocannon loads GET /hello in phases that
 // alternate between no scraping and a scrape every `intervalMs` (250: 60× Prometheus' default),
-// after one discarded warm-up phase. load-tests/metrics-scrape.ts prints the same table on its own.
+// after one discarded warm-up phase, and prints the phase table.
 import { startCluster } from "../lib/cluster.js";
 import { request, sleep } from "../lib/http.js";
 import type { LoadClient } from "../lib/load-client.js";

@@ -1,6 +1,6 @@
 // SIGTERM to a single keelson service under autocannon load: every answered request is a 2xx,
 // no connection is reset or times out, and the process exits 0. Same service and method as
-// shutdown-time.ts (the benchmark's keelson server, transpiled, pinned; signal after 1.5 s).
+// the bench's shutdown mode (the benchmark's keelson server from dist/, pinned; signal after 1.5 s).
 import { performance } from "node:perf_hooks";
 import { sleep } from "../lib/http.js";
 import { politeLoad, type PoliteLoadResult } from "../lib/raw-http.js";

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
 import type { CorsConfig } from "../config.js";
 import { setResponseHeader } from "./headers.js";
@@ -18,17 +19,52 @@ function originMatcher(origin: CorsConfig["origin"]): (value: string) => boolean
   return (value) => allowed.has(value);
 }
 
+/**
+ * Whether a predicate lets in origins nobody could have listed: it is asked about a few made-up
+ * origins (random names under the reserved `.invalid` domain). A real allow-list refuses them;
+ * `() => true`, a deny-list or a check that only looks at the scheme does not.
+ */
+function acceptsUnknownOrigins(allows: (origin: string) => boolean): boolean {
+  const probes = ["https", "http", "https"].map((scheme) => `${scheme}://${randomUUID()}.invalid`);
+  return probes.some((probe) => {
+    try {
+      return Boolean(allows(probe));
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * Credentials with any origin would let every web site send requests carrying the user's cookies
+ * and read the answers: refused when the App is created rather than echoed at run time.
+ */
+function refuseAnyOriginWithCredentials(config: CorsConfig, allows: (origin: string) => boolean): void {
+  const origin = config.origin;
+  const any = origin === undefined || origin === "*" || (typeof origin === "function" && acceptsUnknownOrigins(allows));
+  if (!any) return;
+  const what = origin === undefined ? "no cors.origin (any origin)" : origin === "*" ? 'cors.origin "*"' : "a cors.origin function that accepts any origin";
+  throw new TypeError(
+    `cors.credentials: true with ${what} would let every web site make requests with your users' credentials; ` +
+      'set cors.origin to the allowed origins (e.g. ["https://app.example.com"]) or to a function that accepts only those, ' +
+      "or drop cors.credentials",
+  );
+}
+
 /** Builds the CORS policy once; every per-request decision after that is a lookup. */
 export function createCors(config: CorsConfig): Cors {
-  const anyOrigin = config.origin === undefined || config.origin === "*";
   const credentials = config.credentials === true;
-  const allows = originMatcher(config.origin);
+  const matches = originMatcher(config.origin);
+  if (credentials) refuseAnyOriginWithCredentials(config, matches);
+  // `Origin: null` is sent by sandboxed iframes, file: pages and some redirects: any page can
+  // claim it, so it is never an origin to trust with credentials, even when listed.
+  const allows = credentials ? (origin: string) => origin !== "null" && matches(origin) : matches;
   const methods = (config.methods ?? DEFAULT_METHODS).join(", ");
   const allowHeaders = config.allowHeaders?.join(", ");
   const exposeHeaders = config.exposeHeaders?.length ? config.exposeHeaders.join(", ") : undefined;
   const maxAge = String(config.maxAge ?? DEFAULT_MAX_AGE);
-  // `*` is only valid without credentials; with them the origin is echoed (and Vary added).
-  const wildcard = anyOrigin && !credentials;
+  // Any origin never comes with credentials (refused above), so it is always answered with `*`.
+  const wildcard = config.origin === undefined || config.origin === "*";
 
   function allowOrigin(event: H3Event, origin: string): boolean {
     if (!allows(origin)) return false;

@@ -2,13 +2,13 @@ import { STATUS_CODES } from "node:http";
 import { HTTPError, HTTPResponse, type H3Event } from "h3";
 import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
 import type { Logger } from "../logger.js";
+import { JSON_HEADERS } from "./headers.js";
+import { redactQuery } from "./redact-query.js";
 
 const CODE_BY_STATUS = new Map<number, ErrorCode>();
 for (const [code, info] of Object.entries(ERROR_CODES) as [ErrorCode, { status: number }][]) {
   if (!CODE_BY_STATUS.has(info.status)) CODE_BY_STATUS.set(info.status, code);
 }
-
-const JSON_TYPE = "application/json;charset=UTF-8";
 
 /** h3's own not-found: thrown when no route matched, as opposed to a handler's 404. */
 export function isRouteNotFound(error: HTTPError, event: H3Event): boolean {
@@ -38,16 +38,15 @@ function fromStatus(status: number): KError {
 }
 
 /**
- * Logs the cause of a 5xx with its stack: the response never carries it. Messages that quote
- * the request URL (h3's do) have its query string cut out: it can hold tokens.
+ * Logs the cause of a 5xx with its stack: the response never carries it. The request's query
+ * string and its values are cut out (see redactQuery): they can hold tokens, and messages quote
+ * them (h3's quote the whole URL, application code the value it choked on).
  */
 export function logServerError(logger: Logger, event: H3Event, kerror: KError, original: unknown): void {
   if (kerror.statusCode < 500) return;
   const cause = original instanceof KError ? (original.cause ?? original) : original;
-  let detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
-  const search = event.url.search;
-  if (search.length > 1) detail = detail.replaceAll(search, "?[query]");
-  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, detail);
+  const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
+  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, redactQuery(detail, event.url.search));
 }
 
 function safeString(value: unknown): string {
@@ -62,6 +61,6 @@ function safeString(value: unknown): string {
 export function errorResponse(kerror: KError, extra?: Record<string, string>): HTTPResponse {
   return new HTTPResponse(JSON.stringify(kerror), {
     status: kerror.statusCode,
-    headers: extra ? { "content-type": JSON_TYPE, ...extra } : { "content-type": JSON_TYPE },
+    headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
   });
 }

@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { getRouterParams, type H3Event } from "h3";
 import { HandlerContext, type ContextServices } from "../context.js";
-import { noContent } from "../results.js";
+import { json, noContent } from "../results.js";
 import type { Handler, Route } from "../route.js";
 import { readJSONBody } from "./body.js";
 import { readQuery } from "./query.js";
@@ -11,8 +11,26 @@ type AnyHandler = Handler<unknown, unknown, unknown>;
 
 const EMPTY_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
+/**
+ * What h3 would serialize as JSON itself (its isJSONSerializable, minus null and bigint, which it
+ * does not send as JSON text): such values go through json() so that they carry its headers.
+ */
+function isJSONValue(value: unknown): value is object | number | boolean {
+  const type = typeof value;
+  if (type !== "object") return type === "number" || type === "boolean";
+  const object = value as { toJSON?: unknown; pipe?: unknown; pipeTo?: unknown } | null;
+  // h3 answers a returned Error as if it were thrown; a KError's toJSON() must not make it a 200.
+  if (object === null || object instanceof Error) return false;
+  if (typeof object.toJSON === "function" || Array.isArray(object)) return true;
+  if (typeof object.pipe === "function" || typeof object.pipeTo === "function") return false;
+  const proto = Object.getPrototypeOf(object) as object | null;
+  // Plain objects, prototype-free ones (ctx.query) and h3's EmptyObject (router params).
+  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
+}
+
 function toResult(value: unknown): unknown {
-  return value === undefined ? noContent() : value;
+  if (value === undefined) return noContent();
+  return isJSONValue(value) ? json(value) : value;
 }
 
 function settle(value: unknown): unknown {

@@ -10,3 +10,12 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
   if (res && !res.headersSent) res.setHeader(name, value);
   else event.res.headers.set(name, value);
 }
+
+/**
+ * The headers of every JSON body keelson sends. `nosniff`: a browser must never take a JSON
+ * answer (which can echo client input) for HTML or script.
+ */
+export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  "content-type": "application/json;charset=UTF-8",
+  "x-content-type-options": "nosniff",
+});

@@ -18,6 +18,8 @@ export interface WorkerMessages {
   heartbeat: { at: number };
   /** The worker began draining (signal or close()). */
   draining: { reason: string };
+  /** The worker is about to die of this, in one line: its App could not start, or an uncaught error. */
+  failed: { reason: string };
 }
 
 /** Messages the primary sends, by type → payload. */

@@ -111,12 +111,25 @@ function withDecimals(scaled: number, scale: 10 | 100): string {
 // Anything but printable ASCII without `"` and `\`: such strings need real JSON escaping.
 const NEEDS_JSON_ESCAPE = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 
+// What JSON.stringify leaves raw but a terminal or a line-splitting reader must not see: DEL,
+// the C1 controls (U+009B is a CSI to many terminals) and the Unicode line/paragraph separators.
+const RAW_IN_JSON = /[\x7f-\x9f\u2028\u2029]/;
+const RAW_IN_JSON_ALL = /[\x7f-\x9f\u2028\u2029]/g;
+
+/** `\u00XX`-style escape of one UTF-16 unit, valid in JSON and in JavaScript strings. */
+function unicodeEscape(c: string): string {
+  return "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
+}
+
 /**
- * `value` as a JSON string literal. Nearly every method, path and id is plain
+ * `value` as a JSON string literal in which every control character is escaped (JSON.stringify
+ * alone leaves DEL, C1 and U+2028/U+2029 raw). Nearly every method, path and id is plain
  * ASCII, and one regex test is cheaper than JSON.stringify for those.
  */
 export function jsonString(value: string): string {
-  return NEEDS_JSON_ESCAPE.test(value) ? JSON.stringify(value) : '"' + value + '"';
+  if (!NEEDS_JSON_ESCAPE.test(value)) return '"' + value + '"';
+  const literal = JSON.stringify(value);
+  return RAW_IN_JSON.test(literal) ? literal.replace(RAW_IN_JSON_ALL, unicodeEscape) : literal;
 }
 
 let textSecond = Number.NaN;
@@ -144,11 +157,23 @@ export function isoTime(now: number): string {
   return isoStamp;
 }
 
-const LINE_BREAK = /[\r\n]/;
-const LINE_BREAKS = /[\r\n]/g;
+// Every control character (C0, DEL, C1) and the Unicode line/paragraph separators: a line break
+// would let a value forge a second log line, ESC and CSI drive the reader's terminal.
+// oxlint-disable-next-line no-control-regex -- finding control characters is the point
+const CONTROL = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/;
+// oxlint-disable-next-line no-control-regex -- as above
+const CONTROLS = /[\x00-\x1f\x7f-\x9f\u2028\u2029]/g;
+const SHORT_ESCAPES: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" };
 
-/** Keeps a text-format entry on one line: `\n` and `\r` become `\\n` and `\\r`. */
+function textEscape(c: string): string {
+  const code = c.charCodeAt(0);
+  return SHORT_ESCAPES[c] ?? (code > 0xff ? unicodeEscape(c) : "\\x" + code.toString(16).padStart(2, "0"));
+}
+
+/**
+ * Keeps a text-format entry on one line and free of terminal escapes: `\n`, `\r`, `\t` become
+ * `\\n`, `\\r`, `\\t`; other controls `\\x1b`-style; U+2028/U+2029 `\\u2028`/`\\u2029`.
+ */
 export function escapeText(text: string): string {
-  if (!LINE_BREAK.test(text)) return text;
-  return text.replace(LINE_BREAKS, (c) => (c === "\n" ? "\\n" : "\\r"));
+  return CONTROL.test(text) ? text.replace(CONTROLS, textEscape) : text;
 }

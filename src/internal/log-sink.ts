@@ -30,6 +30,10 @@ const writerSinks = new WeakMap<LogWriter, Sink>();
 let flushScheduled = false;
 let exitHookInstalled = false;
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
+// Under the supervisor, a worker's stdout and stderr are pipes to the primary, which relays them;
+// the service's real ones stay open as KEELSON_LOG_FDS ("4,5"). When the primary is gone (EPIPE),
+// the lines go there instead of being lost while the worker drains.
+const fallbackFds = readFallbackFds(process.env.KEELSON_LOG_FDS);
 
 /** One output target and the lines waiting to be written to it. */
 export class Sink {
@@ -37,7 +41,7 @@ export class Sink {
   // Set on EPIPE: the reader is gone for good, so later lines are dropped unformatted.
   private closed = false;
 
-  constructor(private readonly output: LogOutput) {}
+  constructor(private output: LogOutput) {}
 
   /** Queues one complete line (with its trailing newline). */
   write(line: string): void {
@@ -47,6 +51,20 @@ export class Sink {
     if (this.buffer.length >= FLUSH_THRESHOLD) this.flush();
   }
 
+  /**
+   * Writes already-encoded complete lines (another process's output relayed through this one)
+   * right after the queued lines, so both keep their order on the one target. Never throws.
+   */
+  writeBytes(bytes: Uint8Array): void {
+    this.flush();
+    this.emit(bytes);
+  }
+
+  /** Writes to `fd` from now on, the lines already queued included. */
+  redirect(fd: number): void {
+    this.output = fd;
+  }
+
   /** Synchronously writes out everything queued. Never throws. */
   flush(): void {
     const chunk = this.buffer;
@@ -54,12 +72,25 @@ export class Sink {
     // Cleared before writing so a writer that logs re-enters with a fresh buffer.
     this.buffer = "";
     pending.delete(this);
+    this.emit(chunk);
+  }
+
+  private emit(chunk: string | Uint8Array): void {
+    if (this.closed) return;
     if (typeof this.output === "number") {
-      if (!writeAllSync(this.output, chunk)) this.closed = true;
+      if (writeAllSync(this.output, chunk)) return;
+      const fallback = fallbackFds.get(this.output);
+      fallbackFds.delete(this.output);
+      if (fallback === undefined) this.closed = true;
+      else {
+        // The chunk again, whole: part of it may be lost with the primary, duplicates are the lesser harm.
+        this.output = fallback;
+        this.emit(chunk);
+      }
       return;
     }
     try {
-      this.output.write(chunk);
+      this.output.write(typeof chunk === "string" ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("utf8"));
     } catch {
       // A failing writer loses its own lines; it must not crash the code that logged.
     }
@@ -76,6 +107,23 @@ export function sinkFor(output: LogOutput): Sink {
   let sink = writerSinks.get(output);
   if (sink === undefined) writerSinks.set(output, (sink = new Sink(output)));
   return sink;
+}
+
+/**
+ * The primary is gone: from now on lines go to the service's real stdout and stderr (a no-op
+ * outside a supervised worker). Called as soon as the IPC channel drops, so the drain's lines
+ * never go into a pipe that nobody reads any more.
+ */
+export function bypassRelay(): void {
+  for (const [fd, original] of fallbackFds) sinkFor(fd).redirect(original);
+  fallbackFds.clear();
+}
+
+function readFallbackFds(value: string | undefined): Map<number, number> {
+  const [out, err] = (value ?? "").split(",").map(Number);
+  const fds = new Map<number, number>();
+  if (Number.isInteger(out) && Number.isInteger(err)) fds.set(1, out as number).set(2, err as number);
+  return fds;
 }
 
 /** Flushes every sink with pending lines, synchronously. */
@@ -116,8 +164,8 @@ function runScheduledFlush(): void {
  * non-blocking pipe) until done. Returns false when the reader is gone (EPIPE);
  * other errors drop this chunk only. Never throws.
  */
-export function writeAllSync(fd: number, chunk: string, write: FdWrite = writeSync): boolean {
-  const bytes = Buffer.from(chunk, "utf8");
+export function writeAllSync(fd: number, chunk: string | Uint8Array, write: FdWrite = writeSync): boolean {
+  const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
   let offset = 0;
   while (offset < bytes.length) {
     try {

@@ -57,9 +57,11 @@ export function createCoercer(schema: StandardSchemaV1): Coercer | undefined {
     return { key, types, array: types.has("array"), itemTypes: typesOf(root, items) };
   });
   return function coerce(raw) {
-    const out: Record<string, unknown> = { ...raw };
+    // Prototype-free like the raw query: a schema key such as `constructor` that was not sent
+    // must read as missing, and a key `__proto__` must be data, not a prototype to set.
+    const out: Record<string, unknown> = Object.assign(Object.create(null) as Record<string, unknown>, raw);
     for (const { key, types, array, itemTypes } of plan) {
-      const value = raw[key];
+      const value = Object.hasOwn(raw, key) ? raw[key] : undefined;
       if (value === undefined) continue;
       if (array) out[key] = (Array.isArray(value) ? value : [value]).map((v) => coerceScalar(v, itemTypes));
       else out[key] = coerceScalar(Array.isArray(value) ? (value[value.length - 1] ?? "") : value, types);

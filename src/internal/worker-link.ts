@@ -1,5 +1,6 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logger.js";
+import { bypassRelay } from "./log-sink.js";
 import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "./ipc.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
@@ -52,6 +53,30 @@ function processEndpoint(): Endpoint {
   };
 }
 
+let failureReported = false;
+
+/**
+ * Tells the supervisor why this worker is about to die (its App could not start, or an uncaught
+ * error), so the primary's verdict names the cause instead of only an exit code. The first
+ * report wins: it is the cause, later ones are its echoes. A no-op outside a cluster worker.
+ */
+export function reportWorkerFailure(error: unknown): void {
+  if (failureReported || !cluster.isWorker) return;
+  failureReported = true;
+  getPrimaryChannel()?.send("failed", { reason: describeFailure(error) });
+}
+
+/** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
+function describeFailure(error: unknown): string {
+  let text: string;
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const label = typeof code === "string" ? `${error.name} [${code}]` : error.name === "Error" ? "" : error.name;
+    text = label === "" ? error.message : `${label}: ${error.message}`;
+  } else text = String(error);
+  return text.replace(/\s*\n\s*/g, " ").slice(0, 1000);
+}
+
 function heartbeatInterval(): number {
   const value = Number(process.env.KEELSON_HEARTBEAT_INTERVAL);
   return Number.isFinite(value) && value > 0 ? value : DEFAULT_HEARTBEAT_MS;
@@ -80,7 +105,12 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   };
   // The App's own SIGINT/SIGTERM handler drains and exits; this one only tells the primary.
   const onSignal = (signal: NodeJS.Signals) => drain(signal, false);
-  const onDisconnect = () => drain("the supervisor's IPC channel closed (primary gone)", true);
+  const onDisconnect = () => {
+    bypassRelay();
+    // console output went through the primary too: lost now, and its EPIPE must not end the drain.
+    for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+    drain("the supervisor's IPC channel closed (primary gone)", true);
+  };
   for (const signal of SIGNALS) process.on(signal, onSignal);
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);

@@ -1,5 +1,5 @@
 // Time from SIGTERM to process exit of a keelson service, idle and under autocannon load:
-// `node --import tsx load-tests/shutdown-time.ts [--runs 5] [--connections 50]`.
+// `node --import tsx load-tests/bench.ts shutdown [--runs 5] [--connections 50]`.
 // The service is the benchmark's keelson server, transpiled to plain JavaScript (no tsx at
 // run time), pinned to CPU 0; autocannon runs in its own process on CPU 1 when possible.
 import { spawn } from "node:child_process";
@@ -9,16 +9,16 @@ import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { buildServers } from "./lib/build.js";
-import { killAll, track } from "./lib/children.js";
-import { sleep } from "./lib/http.js";
-import { LoadClient } from "./lib/load-client.js";
-import { choosePinning } from "./lib/machine.js";
-import { freePort } from "./lib/server.js";
-import { median } from "./lib/stats.js";
-import type { LoadResult } from "./lib/types.js";
+import { builtServers } from "../lib/build.js";
+import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
+import { sleep } from "../lib/http.js";
+import { LoadClient } from "../lib/load-client.js";
+import { choosePinning } from "../lib/machine.js";
+import { freePort } from "../lib/server.js";
+import { median } from "../lib/stats.js";
+import type { LoadResult } from "../lib/types.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 // Load runs this long before the signal, so every connection is busy when it arrives.
 const LOAD_BEFORE_SIGNAL_MS = 1500;
 const LOAD_DURATION_SEC = 4;
@@ -35,12 +35,12 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 const connections = Number(values.connections);
 if (!Number.isInteger(runs) || runs < 1 || !Number.isInteger(connections) || connections < 1) {
-  console.error("usage: node --import tsx load-tests/shutdown-time.ts [--runs N] [--connections N]");
+  console.error("usage: node --import tsx load-tests/bench.ts shutdown [--runs N] [--connections N]");
   process.exit(2);
 }
 
 const pinning = choosePinning();
-const build = buildServers(ROOT);
+const build = builtServers(ROOT);
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-shutdown-logs-"));
 const client = new LoadClient(pinning.load, ROOT);
 process.on("exit", () => {

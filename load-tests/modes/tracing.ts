@@ -9,14 +9,14 @@
 // request (less sensitive to other processes than wall time); median and best round reported.
 // With --expose-gc, a collection before each run keeps one variant's garbage out of the next.
 //
-//   node --expose-gc --import tsx load-tests/tracing-overhead.ts [--requests 5000] [--rounds 15]
+//   node --expose-gc --import tsx load-tests/bench.ts tracing [--requests 5000] [--rounds 15]
 import { parseArgs } from "node:util";
 import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 import { H3, type H3Event } from "h3";
 import { Histogram, Registry } from "prom-client";
-import { App, Logger, get, noopTracer, type MetricsCollector, type Tracer } from "../src/index.js";
-import { definePrometheus } from "../src/metrics/index.js";
-import { otelTracer } from "../src/tracing/index.js";
+import { App, Logger, get, noopTracer, type MetricsCollector, type Tracer } from "../../src/index.js";
+import { definePrometheus } from "../../src/metrics/index.js";
+import { otelTracer } from "../../src/tracing/index.js";
 
 const { values } = parseArgs({ options: { requests: { type: "string", default: "5000" }, rounds: { type: "string", default: "15" } } });
 const REQUESTS = Number(values.requests);

@@ -4,7 +4,7 @@
 // runs (garbage collections and JIT compilations that land in the counted window, how many
 // requests one event-loop turn handles), so targets are compared within one run.
 //
-//   node --import tsx load-tests/instructions.ts [--targets h3,keelson] [--requests 8000] [--warmup 20000]
+//   node --import tsx load-tests/bench.ts instructions [--targets h3,keelson] [--requests 8000] [--warmup 20000]
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
 // (all routes, enough for V8 to optimise the hot path) run uninstrumented; then, per scenario,
@@ -20,13 +20,13 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { ALL_TARGETS, SCENARIOS } from "./lib/args.js";
-import { buildServers } from "./lib/build.js";
-import { killAll, track } from "./lib/children.js";
-import { freePort } from "./lib/server.js";
-import type { Scenario } from "./lib/types.js";
+import { ALL_TARGETS, SCENARIOS } from "../lib/args.js";
+import { builtServers } from "../lib/build.js";
+import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
+import { freePort } from "../lib/server.js";
+import type { Scenario } from "../lib/types.js";
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const { values } = parseArgs({
   options: {
     targets: { type: "string", default: ALL_TARGETS.join(",") },
@@ -38,7 +38,7 @@ const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 if (targets.some((t) => !ALL_TARGETS.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/instructions.ts [--targets ${ALL_TARGETS.join(",")}] [--requests N] [--warmup N]`);
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${ALL_TARGETS.join(",")}] [--requests N] [--warmup N]`);
   process.exit(2);
 }
 try {
@@ -48,7 +48,7 @@ try {
   process.exit(1);
 }
 
-const build = buildServers(ROOT);
+const build = builtServers(ROOT);
 const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-ir-"));
 process.on("exit", () => {
   killAll();

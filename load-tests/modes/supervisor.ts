@@ -1,7 +1,7 @@
 // Supervisor benchmark: throughput with 1 vs 2 workers, time for a killed worker to be replaced and
 // serving, time for a full rolling reload, idle RSS of the primary and of each worker. Runs the
 // built example (make build first): node dist/supervisor/cli.js start dist/examples/bookstore/main.js
-//   node --import tsx load-tests/supervisor-bench.ts [--duration 10] [--connections 50] [--runs 3] [--root DIR]
+//   node --import tsx load-tests/bench.ts supervisor [--duration 10] [--connections 50] [--runs 3] [--root DIR]
 // Prints a Markdown report (the `## Supervisor` section of BENCHMARKS.md comes from it).
 import autocannon, { type Result } from "autocannon";
 import { spawn, type ChildProcess } from "node:child_process";
@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
-const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
   options: {
     duration: { type: "string", default: "10" }, connections: { type: "string", default: "50" }, runs: { type: "string", default: "3" },

@@ -1,0 +1,57 @@
+import type { Readable } from "node:stream";
+import { sinkFor } from "../src/internal/log-sink.js";
+
+// A "line" longer than this without a newline is passed on in pieces, so a worker writing
+// without newlines cannot grow the primary's memory without bound.
+const MAX_PARTIAL = 1024 * 1024;
+const NEWLINE = 0x0a;
+
+/**
+ * Copies one worker's stdout (or stderr) to the primary's file descriptor `fd`, complete lines
+ * only. Workers no longer share the primary's stdout: on a pipe a write over 4 KiB is not atomic,
+ * so two workers' long lines could interleave inside one line. Here each worker has its own pipe
+ * and the primary is the only writer of the real one; the bytes are passed on unchanged (no
+ * decoding, no per-line work: one search for the chunk's last newline), behind the primary's own
+ * buffered lines on the same target. Resolves when the worker's end is closed.
+ */
+export function relayOutput(stream: Readable, fd: number): Promise<void> {
+  const sink = sinkFor(fd);
+  let partial: Buffer[] = [];
+  let partialLength = 0;
+  const emitPartial = () => {
+    if (partialLength === 0) return;
+    const last = partial.at(-1);
+    const ended = last !== undefined && last[last.length - 1] === NEWLINE;
+    sink.writeBytes(Buffer.concat(ended ? partial : [...partial, Buffer.of(NEWLINE)]));
+    partial = [];
+    partialLength = 0;
+  };
+  stream.on("data", (chunk: Buffer) => {
+    const end = chunk.lastIndexOf(NEWLINE);
+    if (end === -1) {
+      partial.push(chunk);
+      partialLength += chunk.length;
+      if (partialLength >= MAX_PARTIAL) emitPartial();
+      return;
+    }
+    const lines = end === chunk.length - 1 ? chunk : chunk.subarray(0, end + 1);
+    if (partialLength === 0) sink.writeBytes(lines);
+    else {
+      partial.push(lines);
+      emitPartial();
+    }
+    if (end < chunk.length - 1) {
+      partial.push(chunk.subarray(end + 1));
+      partialLength = chunk.length - end - 1;
+    }
+  });
+  // A read error ends the relay like an EOF ('close' follows); it must not crash the primary.
+  stream.on("error", () => {});
+  return new Promise((resolve) => {
+    stream.once("close", () => {
+      // A last line without its newline (a process killed mid-write) still ends as a line.
+      emitPartial();
+      resolve();
+    });
+  });
+}
