@@ -48,7 +48,7 @@ export async function startServer(spec: LaunchSpec, timeoutMs = 15_000): Promise
     await child.waitFor(/^READY \d+\s*$/, { timeoutMs });
   } catch (error) {
     child.kill("SIGKILL");
-    throw new Error(`${(error as Error).message.split("\n")[0]}\n--- server output (tail) ---\n${tail(child)}`);
+    throw new Error(`${(error as Error).message.split("\n")[0]}\n--- server output (tail) ---\n${tail(child)}`, { cause: error });
   }
   return {
     pid: child.pid,
