@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync, watch, type FSWatcher } from "node:fs";
+import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import { terminal as consola } from "./control-command.js";
@@ -63,7 +63,8 @@ async function reload(supervisor: Supervisor, files: readonly string[]): Promise
   const changed = files.length === 1 ? files[0] : `${files[0]} and ${files.length - 1} more`;
   const report = await supervisor.reload();
   if (report.ok) consola.success(`${changed} changed: reloaded ${report.replaced} worker(s) in ${report.durationMs}ms`);
-  else consola.fail(`${changed} changed: reload failed, the last good workers keep serving (${report.error ?? "unknown"})`);
+  // The replacement printed its error, and the supervisor's log line names it: not a third time here.
+  else consola.fail(`${changed} changed: reload failed (the error is above), the last good workers keep serving`);
 }
 
 /**
@@ -89,7 +90,8 @@ function watchSources(root: string, onChange: (files: string[]) => void): { clos
     const file = relative(root, path);
     if (IGNORED.test(file)) return;
     if (!WATCHED.test(file)) {
-      if (existsSync(path) && statSync(path).isDirectory()) add(path);
+      // An editor's temp file may be gone already: no entry, no error.
+      if (statSync(path, { throwIfNoEntry: false })?.isDirectory() === true) add(path);
       return;
     }
     pending.add(file);
