@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build build-bench lint typecheck test run dev bench bench-instructions scenarios docker clean
+.PHONY: install build build-bench lint typecheck test test-prerequisites run dev bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -14,8 +14,7 @@ install: $(STAMP)
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 build: $(STAMP)
-	npx tsc -p tsconfig.build.json
-	node scripts/copy-scalar.mjs dist
+	npm run build
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor test examples load-tests
@@ -24,8 +23,14 @@ typecheck: $(STAMP)
 	npx tsc --noEmit -p tsconfig.json
 
 # lint + typecheck + every test suite (unit, process-level, browser).
-test: lint typecheck build
+test: test-prerequisites lint typecheck build
 	npx vitest run --project unit --project socket --project process --project browser
+
+# System packages the suites run, checked before anything else: installed with apt-get when missing
+# (as root or with sudo), or make stops at once with the command to run. One line per package.
+# PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
+test-prerequisites:
+	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build

@@ -1,19 +1,21 @@
 import { H3, toRequest, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import type { ServerRequest } from "srvx";
-import { findRoute } from "rou3";
 import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
   DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
 } from "./config.js";
-import { registerDocs } from "./docs/index.js";
+import { defineDocsRoutes } from "./docs/index.js";
+import { documentAsHealth } from "./docs/builtins.js";
 import { createError } from "./errors.js";
-import { Group, joinPath, type Module, type Router } from "./group.js";
+import { Group, type Module, type Router } from "./group.js";
 import { checkHealth } from "./health.js";
 import {
   UNMATCHED_ROUTE, noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook,
   type Tracer, type Translator,
 } from "./integrations.js";
+import { allowedMethods, buildAllowRouter, type AllowRouter } from "./internal/allow.js";
 import { createCors, type Cors } from "./internal/cors.js";
+import { joinPath } from "./internal/path.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./internal/error-response.js";
 import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";
@@ -24,38 +26,33 @@ import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js
 import { RequestState } from "./internal/request-state.js";
 import { newLogger, type Logger } from "./logger.js";
 import { json } from "./results.js";
-import type { Controller, Route } from "./route.js";
-
-/** A route as registered: its declaration and the full path after group prefixes. */
-export interface RegisteredRoute {
-  readonly method: string;
-  readonly path: string;
-  readonly route: Route;
-}
+import { get, type Controller, type RegisteredRoute, type Route } from "./route.js";
 
 /** KConfig with every default applied. */
 export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
   serviceName: string;
   version: string;
   host: string | undefined;
-  docs: DocsConfig & { path: string; version: string };
+  docs: DocsConfig & { path: string; title: string; version: string };
 }
 
-const ALLOW_CANDIDATES = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"] as const;
 const ENVS: readonly Env[] = ["development", "staging", "production"];
 
 function resolveConfig(config: KConfig): ResolvedConfig {
   const envPort = process.env.PORT === undefined || process.env.PORT === "" ? undefined : Number(process.env.PORT);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
+  const serviceName = config.serviceName ?? "keelson-service";
   return {
-    serviceName: config.serviceName ?? "keelson-service",
+    serviceName,
     version: config.version ?? docsVersion,
     port: config.port ?? envPort ?? DEFAULT_PORT,
     host: config.host,
     env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
     disableHealth: config.disableHealth ?? false,
-    docs: { ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), version: docsVersion },
+    docs: {
+      ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+    },
     bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
     shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
@@ -81,6 +78,8 @@ export class App implements Router {
   readonly #startup: Promise<unknown>[] = [];
   readonly #lifecycle: Lifecycle;
   readonly #cors: Cors | undefined;
+  /** Built from `#routes` when first needed and dropped when a route is added: in practice once, at listen(). */
+  #allow: AllowRouter | undefined;
   #metrics: MetricsCollector | undefined;
   readonly #shedder: LoadShedder | undefined;
   #inflight = 0;
@@ -113,8 +112,10 @@ export class App implements Router {
     this.#shedder = shedding === false ? undefined : new LoadShedder(shedding === true ? {} : shedding, this.logger);
     const cors = this.#cors;
     if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
-    if (!this.config.disableHealth) this.#registerHealth();
-    if (this.config.env !== "production") registerDocs(this);
+    if (!this.config.disableHealth) this.route(this.#healthRoute());
+    if (this.config.env !== "production") {
+      for (const route of defineDocsRoutes(this.config.docs, () => this.#routes)) this.route(route);
+    }
   }
 
   get app(): App {
@@ -126,7 +127,10 @@ export class App implements Router {
     return this.#services.tracer;
   }
 
-  /** Every route registered through keelson (not those added on `httpEngine` directly). */
+  /**
+   * Every route registered through keelson, GET /health and the docs routes included; not the
+   * routes added on `httpEngine` directly. The OpenAPI document and the 405 `Allow` header come from it.
+   */
   get routes(): readonly RegisteredRoute[] {
     return this.#routes;
   }
@@ -150,6 +154,7 @@ export class App implements Router {
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
     this.#routes.push({ method: route.method, path, route });
+    this.#allow = undefined;
     return this;
   }
 
@@ -270,6 +275,7 @@ export class App implements Router {
     let releaseWorker: () => void = doNothing;
     try {
       await Promise.all(this.#startup);
+      this.#allow ??= buildAllowRouter(this.#routes);
       // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
       if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
       if (!this.#lifecycle.shutdownStarted) {
@@ -310,15 +316,15 @@ export class App implements Router {
     }
   }
 
-  #registerHealth(): void {
+  #healthRoute(): Route {
     const { serviceName, version, healthTimeout } = this.config;
-    this.httpEngine.get("/health", async (event) => {
+    return documentAsHealth(get("/health", async (ctx) => {
       const report = await checkHealth(this.#checkers, {
         service: serviceName, version, timeoutMs: healthTimeout, forceDown: this.#lifecycle.shuttingDown,
       });
-      setResponseHeader(event, "cache-control", "no-store");
+      setResponseHeader(ctx.event, "cache-control", "no-store");
       return json(report, report.status === "UP" ? 200 : 503);
-    });
+    }));
   }
 
   #onRequest(event: H3Event): void {
@@ -359,7 +365,7 @@ export class App implements Router {
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {
     if (isRouteNotFound(error, event)) {
-      const allow = this.#allowedMethods(event.url.pathname);
+      const allow = allowedMethods(this.#allow ??= buildAllowRouter(this.#routes), event.url.pathname);
       return allow.length > 0
         ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
         : errorResponse(createError("NOT_FOUND"));
@@ -370,12 +376,6 @@ export class App implements Router {
     logServerError(this.logger, event, kerror, original);
     // An oversized body is left unread: close the connection rather than read it to the end.
     return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
-  }
-
-  #allowedMethods(path: string): string[] {
-    const router = this.httpEngine["~rou3"];
-    return ALLOW_CANDIDATES.filter((method) => findRoute(router, method, path) !== undefined
-      || (method === "HEAD" && findRoute(router, "GET", path) !== undefined));
   }
 }
 

@@ -84,8 +84,9 @@ export interface KConfig {
   healthTimeout?: number;
   /**
    * One budget in ms for the whole shutdown, from the first signal or `close()`: delay, drain and
-   * hooks. At the deadline the hooks' AbortSignal fires, open connections are destroyed, hooks not
-   * yet started are skipped, and the exit code is 1. Default 10000.
+   * hooks. The drain takes at most half of what is left after the delay (then the connections still
+   * open are destroyed and the hooks start). At the deadline the hooks' AbortSignal fires, open
+   * connections are destroyed, hooks not yet started are skipped, and the exit code is 1. Default 10000.
    */
   shutdownTimeout?: number;
   /**

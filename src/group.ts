@@ -1,6 +1,9 @@
 import type { Middleware } from "h3";
 import type { App } from "./app.js";
+import { joinPath } from "./internal/path.js";
 import type { Controller, Route } from "./route.js";
+
+export { joinPath } from "./internal/path.js";
 
 /** What both an App and a Group can register routes on. */
 export interface Router {
@@ -20,11 +23,6 @@ export interface Module {
   register(router: Router): void | Promise<void>;
 }
 
-/** Joins path prefixes: no double slashes, no trailing slash (except for `/` itself). */
-export function joinPath(prefix: string, path: string): string {
-  const joined = `/${prefix}/${path}`.replace(/\/{2,}/g, "/");
-  return joined.length > 1 && joined.endsWith("/") ? joined.slice(0, -1) : joined;
-}
 
 /**
  * Routes under a common prefix and middleware. Groups nest: the prefixes join and group

@@ -1,4 +1,4 @@
-export { App, type RegisteredRoute, type ResolvedConfig } from "./app.js";
+export { App, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export type { LoadSheddingOptions, ShedReason } from "./internal/load-shed.js";
 export { HandlerContext, type ContextServices } from "./context.js";
@@ -27,6 +27,6 @@ export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./results.js";
 export {
   Route, del, get, patch, post, put,
-  type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type ResponseDoc, type RouteMethod,
-  type RouteOptions,
+  type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
+  type RouteMethod, type RouteOptions,
 } from "./route.js";

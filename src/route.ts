@@ -60,6 +60,13 @@ export type Handler<P = Record<string, string>, Q = RawQuery, B = unknown> = (
   ctx: HandlerContext<P, Q, B>,
 ) => HandlerResult | Promise<HandlerResult>;
 
+/** A route as registered on an App: its declaration and the full path after group prefixes. */
+export interface RegisteredRoute {
+  readonly method: string;
+  readonly path: string;
+  readonly route: Route;
+}
+
 /**
  * A declared route. Returned by `get`/`post`/`put`/`patch`/`del`; its chainable methods add
  * documentation and middleware. Schemas given in the options object type the handler's context.

@@ -25,7 +25,7 @@ describe("new App(config): defaults", () => {
       host: undefined,
       env: "development",
       disableHealth: false,
-      docs: { path: "/docs", version: "1.0.0" },
+      docs: { path: "/docs", title: "keelson-service", version: "1.0.0" },
       bodyLimit: 1024 * 1024,
       healthTimeout: 500,
       shutdownTimeout: 10_000,

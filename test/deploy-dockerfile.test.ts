@@ -1,8 +1,9 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_DB_FILE } from "../examples/bookstore/database.js";
 import {
   getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
   type Stage,
@@ -170,6 +171,16 @@ describe("docker/Dockerfile", () => {
     expect((user?.line ?? Infinity) < (entrypoint?.line ?? 0)).toBe(true);
   });
 
+  it("gives the runtime user a writable volume at the example's SQLite folder", () => {
+    const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
+    const data = join(workdir, dirname(DEFAULT_DB_FILE));
+    const owner = getInstructions(runtime, "USER").at(-1)?.args ?? "";
+    const user = getInstructions(runtime, "USER").at(-1)?.line ?? 0;
+    const runs = getInstructions(runtime, "RUN").filter((r) => r.line < user).map((r) => r.args);
+    expect(runs.some((r) => r.includes(`mkdir -p ${data}`) && r.includes(`chown ${owner} ${data}`)), runs.join("\n")).toBe(true);
+    expect(getInstructions(runtime, "VOLUME").map((v) => v.exec ?? [v.args]).flat()).toContain(data);
+  });
+
   it("starts the supervisor CLI in exec form, with no shell or init in between and no fixed WORKERS/PORT", () => {
     for (const keyword of ["ENTRYPOINT", "CMD"]) {
       for (const instruction of getInstructions(runtime, keyword)) expect(instruction.exec, `${keyword} exec form`).toBeDefined();
@@ -218,8 +229,8 @@ describe(".dockerignore", () => {
     return result;
   };
 
-  it("keeps host node_modules, dist, git history and env files out of the build context", () => {
-    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local"]) {
+  it("keeps host node_modules, dist, git history, env files and the local database out of the build context", () => {
+    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local", "data/bookstore.db", "data/bookstore.db-wal"]) {
       expect(excluded(path), path).toBe(true);
     }
   });

@@ -153,6 +153,11 @@ describe("where the bundle comes from", () => {
     expect(stdout).toContain("scalar-standalone.js");
     const copied = await readFile(join(dir, "src", "docs", "vendor", "scalar-standalone.js"));
     expect(copied.equals(await readFile(INSTALLED))).toBe(true);
+    // MIT asks for the notice in every copy: it ships beside the bundle.
+    const notice = await readFile(join(dir, "src", "docs", "vendor", "scalar-standalone.LICENSE.txt"), "utf8");
+    expect(notice).toMatch(/^scalar-standalone\.js is the browser bundle of @scalar\/api-reference \d+\.\d+\.\d+/);
+    expect(notice).toContain("MIT License\n\nCopyright (c) 2023-present Scalar\n");
+    expect(notice).toContain("THE SOFTWARE IS PROVIDED \"AS IS\"");
   });
 
   it("is read from the shipped copy first, the installed package second", async () => {

@@ -44,6 +44,10 @@ describe("joinPath", () => {
   });
 });
 
+/** What every App in development registers itself, in this order: GET /health, then the docs routes. */
+const BUILTIN_ROUTES = ["GET /health", "GET /docs/openapi.json", "GET /docs", "GET /docs/scalar.js"];
+const routeKeys = (app: App) => app.routes.map((r) => `${r.method} ${r.path}`);
+
 describe("groups", () => {
   it("nest their prefixes and record the full path of each route", async () => {
     const app = new App({ logger: captureLogs().logger });
@@ -56,7 +60,7 @@ describe("groups", () => {
     expect(await (await app.request("/api/v1/books")).json()).toEqual({ at: "v1" });
     expect(await (await app.request("/api/status")).json()).toEqual({ at: "api" });
     expect((await app.request("/books")).status).toBe(404);
-    expect(app.routes.map((r) => `${r.method} ${r.path}`)).toEqual(["GET /api/v1/books", "GET /api/status"]);
+    expect(routeKeys(app)).toEqual([...BUILTIN_ROUTES, "GET /api/v1/books", "GET /api/status"]);
   });
 
   it("run app, outer group, inner group, then route middleware, in that order", async () => {
@@ -126,8 +130,8 @@ describe("controllers and modules", () => {
     const app = new App({ logger: captureLogs().logger });
     app.registerController(books);
     app.group("/v2").registerController(books);
-    expect(app.routes.map((r) => `${r.method} ${r.path}`)).toEqual([
-      "GET /books", "DELETE /books/:id", "GET /v2/books", "DELETE /v2/books/:id",
+    expect(routeKeys(app)).toEqual([
+      ...BUILTIN_ROUTES, "GET /books", "DELETE /books/:id", "GET /v2/books", "DELETE /v2/books/:id",
     ]);
     expect((await app.request("/v2/books/b1", { method: "DELETE" })).status).toBe(204);
   });
@@ -214,7 +218,9 @@ describe("routes added directly on httpEngine", () => {
     expect(lines[0]).toMatch(requestLine("INFO", "GET", "/raw/7", 200));
     expect(lines.at(-1)).toMatch(requestLine("ERROR", "POST", "/raw-fail", 500));
     // Not keelson routes: they are not in app.routes (nor in the OpenAPI document).
-    expect(app.routes).toEqual([]);
+    expect(routeKeys(app)).toEqual(BUILTIN_ROUTES);
+    // Nor in the index behind 405: another method on a path only they serve is a plain 404.
+    expect((await app.request("/raw/7", { method: "DELETE" })).status).toBe(404);
   });
 });
 
@@ -324,6 +330,14 @@ describe("route declarations", () => {
     const app = new App({ logger: captureLogs().logger });
     const route = post("/books", () => null);
     app.group("/api").route(route);
-    expect(app.routes).toEqual([{ method: "POST", path: "/api/books", route }]);
+    expect(app.routes.slice(BUILTIN_ROUTES.length)).toEqual([{ method: "POST", path: "/api/books", route }]);
+  });
+
+  it("include GET /health and the docs routes (hidden from the document), which move with the config", () => {
+    expect(routeKeys(new App({ logger: captureLogs().logger }))).toEqual(BUILTIN_ROUTES);
+    const app = new App({ logger: captureLogs().logger, disableHealth: true, docs: { path: "/ref" } });
+    expect(routeKeys(app)).toEqual(["GET /ref/openapi.json", "GET /ref", "GET /ref/scalar.js"]);
+    expect(app.routes.every(({ route }) => route.options.hidden)).toBe(true);
+    expect(routeKeys(new App({ logger: captureLogs().logger, env: "production" }))).toEqual(["GET /health"]);
   });
 });

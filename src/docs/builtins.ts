@@ -1,6 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
 import type { JSONSchema } from "../internal/json-schema.js";
+import type { Route } from "../route.js";
 import type { OpenAPIOperation, OpenAPIResponse } from "./types.js";
 
 /** Component names keelson itself puts in every document; a user schema with the same id is renamed. */
@@ -94,6 +95,18 @@ export function errorComponents(used: ReadonlySet<number>): Record<string, OpenA
 
 function healthResponse(description: string): OpenAPIResponse {
   return { description, content: { "application/json": { schema: ref(HEALTH_SCHEMA) } } };
+}
+
+const healthRoutes = new WeakSet<Route>();
+
+/** Marks the App's own GET /health route: the document describes it with `healthOperation()`. */
+export function documentAsHealth(route: Route): Route {
+  healthRoutes.add(route);
+  return route;
+}
+
+export function isHealthRoute(route: Route): boolean {
+  return healthRoutes.has(route);
 }
 
 /** GET /health, as the App registers it. */

@@ -1,16 +1,15 @@
-import type { App, RegisteredRoute } from "../app.js";
 import type { DocsConfig } from "../config.js";
-import { joinPath } from "../group.js";
-import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation } from "./builtins.js";
+import { joinPath } from "../internal/path.js";
+import type { RegisteredRoute } from "../route.js";
+import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthRoute } from "./builtins.js";
 import { SchemaCollector } from "./components.js";
-import { routeOperation, toOpenAPIPath, undocumentedOperation, type OperationContext } from "./operation.js";
+import { routeOperation, toOpenAPIPath, type OperationContext } from "./operation.js";
 import type {
   OpenAPIDocument, OpenAPIMethod, OpenAPIOperation, OpenAPIPathItem, OpenAPISecurityScheme,
 } from "./types.js";
 
-const METHODS = new Set<string>(["get", "put", "post", "delete", "options", "head", "patch", "trace"]);
-/** What an h3 route registered for every method (`app.httpEngine.all`) is listed under. */
-const ANY_METHOD: readonly OpenAPIMethod[] = ["get", "post", "put", "patch", "delete"];
+/** What the document's `info`, `servers`, `tags` and security schemes come from: an App's `config.docs`. */
+export type OpenAPIDocsConfig = DocsConfig & { title: string; version: string };
 
 /** File name of the Scalar bundle under the docs path. */
 export const SCALAR_SCRIPT = "scalar.js";
@@ -35,8 +34,8 @@ function defaultScheme(name: string): OpenAPISecurityScheme {
   return { type: "http", scheme: "bearer", description: `Not declared in docs.securitySchemes: documented as a bearer token` };
 }
 
-function infoOf(docs: DocsConfig, serviceName: string, version: string): OpenAPIDocument["info"] {
-  const info: OpenAPIDocument["info"] = { title: docs.title ?? serviceName, version };
+function infoOf(docs: OpenAPIDocsConfig): OpenAPIDocument["info"] {
+  const info: OpenAPIDocument["info"] = { title: docs.title, version: docs.version };
   if (docs.description) info.description = docs.description;
   if (docs.contact) info.contact = Object.fromEntries(Object.entries(docs.contact).filter(([, v]) => v !== undefined && v !== ""));
   if (docs.license) info.license = docs.license.url ? { name: docs.license.name, url: docs.license.url } : { name: docs.license.name };
@@ -50,33 +49,20 @@ interface Entry {
   readonly explicitId: boolean;
 }
 
-/** Collects one entry per (method, path), in registration order, from every route h3 knows. */
-function collectEntries(app: App, ctx: OperationContext): Entry[] {
-  const { env, docs, disableHealth } = app.config;
-  const declared = new Map<string, RegisteredRoute>(app.routes.map((r) => [`${r.method} ${r.path}`, r]));
-  const own = docsPaths(docs.path);
-  const skip = new Set(["OPTIONS /**"]);
-  if (env !== "production") for (const path of Object.values(own)) skip.add(`GET ${path}`);
+/** One entry per (method, path), in registration order; the first registration of a pair wins, as in h3. */
+function collectEntries(routes: readonly RegisteredRoute[], ctx: OperationContext): Entry[] {
+  const seen = new Set<string>();
   const entries: Entry[] = [];
-  const add = (path: string, method: OpenAPIMethod, operation: OpenAPIOperation, explicitId = false) => {
-    entries.push({ path: toOpenAPIPath(path).path, method, operation, explicitId });
-  };
-  for (const route of app.httpEngine["~routes"]) {
-    const method = (route.method ?? "").toUpperCase();
-    const path = route.route ?? "/";
+  for (const { method, path, route } of routes) {
     const key = `${method} ${path}`;
-    if (skip.has(key)) continue;
-    skip.add(key);
-    const registered = declared.get(key);
-    if (registered) {
-      const { options } = registered.route;
-      if (!options.hidden) add(path, method.toLowerCase() as OpenAPIMethod, routeOperation(registered.route, path, ctx), options.operationId !== undefined);
-    } else if (key === "GET /health" && !disableHealth) {
-      add(path, "get", healthOperation());
-    } else {
-      const methods = method === "" ? ANY_METHOD : [method.toLowerCase()].filter((m): m is OpenAPIMethod => METHODS.has(m));
-      for (const m of methods) add(path, m, undocumentedOperation(m, path));
-    }
+    if (seen.has(key)) continue;
+    seen.add(key);
+    if (route.options.hidden) continue;
+    const health = isHealthRoute(route);
+    const operation = health ? healthOperation() : routeOperation(route, path, ctx);
+    entries.push({
+      path: toOpenAPIPath(path).path, method: method.toLowerCase() as OpenAPIMethod, operation, explicitId: !health && route.options.operationId !== undefined,
+    });
   }
   return entries;
 }
@@ -96,17 +82,21 @@ function assignOperationIds(entries: readonly Entry[]): void {
 }
 
 /**
- * Builds the OpenAPI 3.1 document of an App: `info`, `servers` and `tags` from `docs`, one
- * operation per registered route (GET /health included; routes added directly on
- * `app.httpEngine` as undocumented operations; hidden routes and the docs routes left out),
- * shared schemas in `components.schemas`, keelson's error responses in `components.responses`.
+ * Builds an OpenAPI 3.1 document: `info`, `servers`, `tags` and security schemes from `docs`, one
+ * operation per route of `routes` (hidden routes, such as the docs routes, left out), shared
+ * schemas in `components.schemas`, keelson's error responses in `components.responses`. Given an
+ * App's `routes` and `config.docs`, it is the document the App serves; routes added on
+ * `app.httpEngine` directly are not in `app.routes`, so not in the document.
+ *
+ * @example
+ * const app = buildApp();
+ * writeFileSync("openapi.json", JSON.stringify(buildOpenAPIDocument(app.routes, app.config.docs), null, 2));
  */
-export function buildOpenAPIDocument(app: App): OpenAPIDocument {
-  const { docs, serviceName } = app.config;
+export function buildOpenAPIDocument(routes: readonly RegisteredRoute[], docs: OpenAPIDocsConfig): OpenAPIDocument {
   const reserved = { ...BUILTIN_SCHEMAS };
-  if (app.config.disableHealth) delete reserved[HEALTH_SCHEMA];
+  if (!routes.some(({ route }) => isHealthRoute(route))) delete reserved[HEALTH_SCHEMA];
   const ctx: OperationContext = { schemas: new SchemaCollector(reserved), usedErrors: new Set() };
-  const entries = collectEntries(app, ctx);
+  const entries = collectEntries(routes, ctx);
   assignOperationIds(entries);
 
   const paths: Record<string, OpenAPIPathItem> = {};
@@ -122,7 +112,7 @@ export function buildOpenAPIDocument(app: App): OpenAPIDocument {
 
   const document: OpenAPIDocument = {
     openapi: "3.1.0",
-    info: infoOf(docs, serviceName, docs.version),
+    info: infoOf(docs),
     paths,
     components: { schemas: ctx.schemas.finalize() },
   };

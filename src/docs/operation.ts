@@ -155,16 +155,3 @@ export function routeOperation(route: Route, path: string, ctx: OperationContext
   }
   return { ...operation, operationId: id, responses: responsesOf(route, params.length > 0, ctx, id) };
 }
-
-/** A route added directly on `app.httpEngine`: its method and path are all keelson knows. */
-export function undocumentedOperation(method: string, path: string): OpenAPIOperation {
-  const { params } = toOpenAPIPath(path);
-  const operation: OpenAPIOperation = {
-    operationId: deriveOperationId(method, path),
-    description: "Added directly on `app.httpEngine`: no schema or documentation is known.",
-    responses: { default: { description: "Undocumented" } },
-    "x-keelson-undocumented": true,
-  };
-  if (params.length > 0) operation.parameters = params.map((name) => ({ name, in: "path", required: true, schema: { type: "string" } }));
-  return operation;
-}

@@ -35,8 +35,6 @@ export interface OpenAPIOperation {
   requestBody?: { required: boolean; description?: string; content: Record<string, OpenAPIMediaType> };
   responses: Record<string, OpenAPIResponse | OpenAPIRef>;
   security?: Record<string, string[]>[];
-  /** Set on routes added directly on `app.httpEngine`: only their method and path are known. */
-  "x-keelson-undocumented"?: boolean;
 }
 
 /** OpenAPI 3.1 methods of a path item. */

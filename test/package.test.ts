@@ -1,0 +1,151 @@
+// The package as a user gets it: `npm pack` of a fresh copy of the repository (its prepack builds),
+// the tarball installed into a new project, a service compiled there with strict tsc, run under
+// the `keelson` command. Slow (a build and an npm install): every step has a generous timeout.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const SLOW = 600_000;
+
+/** The tsconfig docs/getting-started.md recommends: the first JSON block of its "Add keelson" section. */
+function readRecommendedTsconfig(): { compilerOptions: Record<string, unknown> } {
+  const page = readFileSync(join(ROOT, "docs", "getting-started.md"), "utf8");
+  const section = page.slice(page.indexOf("## Add keelson to your own project"));
+  const block = /```json\n([\s\S]*?)\n```/.exec(section)?.[1];
+  if (block === undefined) throw new Error("docs/getting-started.md: no tsconfig block under \"Add keelson to your own project\"");
+  return JSON.parse(block) as { compilerOptions: Record<string, unknown> };
+}
+
+const RECOMMENDED_TSCONFIG = readRecommendedTsconfig();
+
+const SERVICE = `import { App, get, notFound } from "keelson";
+import { definePrometheus } from "keelson/metrics";
+import type { SupervisorOptions } from "keelson/supervisor";
+
+const workers: SupervisorOptions["workers"] = 2;
+const app = new App({ serviceName: "packed", docs: { title: "Packed" } });
+app.use(definePrometheus());
+app.group("/api").route(get("/hello/:name", (ctx) => {
+  if (ctx.params.name === "nobody") throw notFound("no such person");
+  return { hello: ctx.params.name, workers };
+}));
+await app.listen();
+`;
+
+/** Runs a command to its end; rejects with its output when it fails. */
+async function run(command: string, args: string[], cwd: string): Promise<string> {
+  const child = spawnChild([command, ...args], { cwd, env: { npm_config_update_notifier: "false" } });
+  const { code } = await child.exited;
+  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited ${code}:\n${child.output()}`);
+  return child.output();
+}
+
+const npm = (args: string[], cwd: string) => run("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], cwd);
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" });
+}
+
+let work: string;
+let tarball: string;
+let service: string;
+let unpacked: string;
+/** Set by the compile test: tsc writes dist/ even when it reports errors. */
+let compiled = false;
+
+beforeAll(async () => {
+  work = mkdtempSync(join(tmpdir(), "keelson-package-"));
+  // A fresh clone: the tracked sources without dist/ or node_modules/ (those are linked, not installed).
+  const repo = join(work, "repo");
+  await run("sh", ["-c", `mkdir -p "${repo}" && tar --exclude=./node_modules --exclude=./dist --exclude=./.git -cf - . | tar -xf - -C "${repo}"`], ROOT);
+  symlinkSync(join(ROOT, "node_modules"), join(repo, "node_modules"), "dir");
+  await npm(["pack", "--pack-destination", work], repo);
+  const packed = readdirSync(work).filter((f) => f.endsWith(".tgz"));
+  expect(packed).toHaveLength(1);
+  tarball = join(work, packed[0]!);
+  unpacked = join(work, "unpacked");
+  await run("sh", ["-c", `mkdir -p "${unpacked}" && tar -xzf "${tarball}" -C "${unpacked}"`], work);
+
+  service = join(work, "service");
+  await run("mkdir", ["-p", join(service, "src")], work);
+  writeFileSync(join(service, "package.json"), JSON.stringify({ name: "packed-service", private: true, type: "module" }));
+  writeFileSync(join(service, "src", "main.ts"), SERVICE);
+  const dev = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
+  await npm(["install", tarball, `typescript@${dev.typescript}`, `@types/node@${dev["@types/node"]}`], service);
+}, SLOW);
+
+afterEach(() => killAllChildren());
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe("the npm package", () => {
+  it("holds the build with the Scalar bundle and both licences, the sources its maps point at, and no examples", () => {
+    const files = filesUnder(join(unpacked, "package"));
+    for (const file of [
+      "LICENSE", "dist/src/index.js", "dist/src/index.d.ts", "dist/supervisor/cli.js", "dist/src/metrics/index.js",
+      "dist/src/docs/vendor/scalar-standalone.js", "dist/src/docs/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "supervisor/cli.ts",
+    ]) expect(files, file).toContain(file);
+    expect(files.filter((f) => f.startsWith("dist/examples") || f.startsWith("test") || f.startsWith("load-tests"))).toEqual([]);
+    expect(readFileSync(join(unpacked, "package", "LICENSE"), "utf8")).toContain("Copyright (c) 2026 keelson contributors");
+    const maps = files.filter((f) => f.endsWith(".map"));
+    expect(maps.length).toBeGreaterThan(50);
+    const missing = maps.flatMap((map) => {
+      const { sources } = JSON.parse(readFileSync(join(unpacked, "package", map), "utf8")) as { sources: string[] };
+      return sources.map((source) => resolve(dirname(join(unpacked, "package", map)), source)).filter((source) => !existsSync(source));
+    });
+    expect(missing).toEqual([]);
+  });
+
+  it("compiles a service with strict tsc and the recommended tsconfig, and with skipLibCheck: false plus crossws", async () => {
+    const tsc = join(service, "node_modules", "typescript", "bin", "tsc");
+    writeFileSync(join(service, "tsconfig.json"), JSON.stringify(RECOMMENDED_TSCONFIG, null, 2));
+    await run(process.execPath, [tsc, "-p", "tsconfig.json"], service);
+    expect(existsSync(join(service, "dist", "main.js"))).toBe(true);
+    compiled = true;
+    // h3's types import crossws (an optional peer of h3): checking them needs it installed.
+    const h3 = JSON.parse(readFileSync(join(service, "node_modules", "h3", "package.json"), "utf8")) as { peerDependencies: Record<string, string> };
+    await npm(["install", "--save-dev", `crossws@${h3.peerDependencies.crossws}`], service);
+    const strict = { ...RECOMMENDED_TSCONFIG, compilerOptions: { ...RECOMMENDED_TSCONFIG.compilerOptions, skipLibCheck: false, noEmit: true } };
+    writeFileSync(join(service, "tsconfig.strict.json"), JSON.stringify(strict, null, 2));
+    await run(process.execPath, [tsc, "-p", "tsconfig.strict.json"], service);
+  }, SLOW);
+
+  it("runs under the keelson command with 2 workers: /health, the API, /metrics, /docs and its Scalar script", async () => {
+    expect(compiled, "the compile test passes first").toBe(true);
+    const port = await freePort();
+    const keelson = spawnChild([join(service, "node_modules", ".bin", "keelson"), "start", "dist/main.js", "--workers", "2", "--port", String(port)], {
+      cwd: service, env: { NODE_ENV: "development" }, group: true,
+    });
+    try {
+      await keelson.waitFor(/2 worker\(s\) ready in \d+ms/, { timeoutMs: 60_000 });
+      const base = `http://127.0.0.1:${port}`;
+      const health = await fetch(`${base}/health`);
+      expect([health.status, ((await health.json()) as { service: string }).service]).toEqual([200, "packed"]);
+      expect(await (await fetch(`${base}/api/hello/ada`)).json()).toEqual({ hello: "ada", workers: 2 });
+      expect((await fetch(`${base}/api/hello/nobody`)).status).toBe(404);
+      const metrics = await fetch(`${base}/metrics`);
+      expect([metrics.status, (await metrics.text()).includes("http_request_duration_seconds")]).toEqual([200, true]);
+      const page = await fetch(`${base}/docs`);
+      const html = await page.text();
+      expect([page.status, html.includes("<title>Packed")]).toEqual([200, true]);
+      const script = /"(\/[^"]*scalar\.js\?v=[\w-]+)"/.exec(html)?.[1];
+      expect(script, html).toBeDefined();
+      const bundle = await fetch(`${base}/docs${script}`);
+      expect([bundle.status, bundle.headers.get("content-type")]).toEqual([200, "text/javascript;charset=UTF-8"]);
+      const body = await bundle.text();
+      expect(body.length).toBeGreaterThan(1_000_000);
+      expect(body).toContain("createApiReference");
+      const document = (await (await fetch(`${base}/docs/openapi.json`)).json()) as { paths: Record<string, unknown> };
+      expect(Object.keys(document.paths)).toEqual(["/health", "/api/hello/{name}"]);
+    } finally {
+      await keelson.stop();
+    }
+    // SIGTERM drains both workers: a clean exit.
+    expect((await keelson.exited).code, keelson.output()).toBe(0);
+  }, SLOW);
+});
