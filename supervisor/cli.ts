@@ -18,7 +18,10 @@ if (cli.command === "help") {
 } else if (cli.command === "control") {
   process.exitCode = await runControlCommand(cli.control);
 } else if (cli.command === "dev") {
-  await runDev(cli.dev);
+  await runDev(cli.dev).catch((error: unknown) => {
+    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  });
 } else {
   let supervisor: Supervisor | undefined;
   try {

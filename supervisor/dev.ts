@@ -47,8 +47,7 @@ export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv)
 export async function runDev(cli: DevCommand): Promise<void> {
   const supervisor = new Supervisor({
     entry: cli.entry, workers: cli.workers, port: cli.port,
-    // Resolved from keelson itself, so the project needs no loader setup of its own.
-    execArgv: process.execArgv.some((arg) => arg.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", import.meta.resolve("tsx")],
+    execArgv: process.execArgv.some((arg) => arg.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", resolveTsx()],
     env: { NODE_ENV: process.env.NODE_ENV ?? "development" },
   });
   const watcher = watchSources(cli.root, (files) => void reload(supervisor, files));
@@ -57,6 +56,15 @@ export async function runDev(cli: DevCommand): Promise<void> {
   await supervisor.start().catch(() => {
     // A crash loop at start stops the supervisor; its log says why and `finished` exits.
   });
+}
+
+/** tsx's loader, found from keelson's own folder upwards (so a project's own devDependency counts). */
+function resolveTsx(): string {
+  try {
+    return import.meta.resolve("tsx");
+  } catch {
+    throw new Error("keelson dev runs TypeScript through tsx, which is not installed: npm install --save-dev tsx");
+  }
 }
 
 async function reload(supervisor: Supervisor, files: readonly string[]): Promise<void> {
