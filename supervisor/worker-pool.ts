@@ -10,6 +10,10 @@ export interface Slot {
   current: WorkerHandle | undefined;
   readonly backoff: Backoff;
   restartTimer: NodeJS.Timeout | undefined;
+  /** Workers forked into this slot so far (first start, restarts, reload replacements). */
+  generation: number;
+  /** Restarts after a crash. */
+  restarts: number;
 }
 
 
@@ -40,7 +44,7 @@ export class WorkerPool {
   /** Integrations' request handlers and message listeners, installed on every worker as it is forked. */
   readonly #handlers = new Map<IpcRequestType<unknown, unknown>, IpcHandler<unknown, unknown>>();
   readonly #messageListeners: Array<(handle: WorkerHandle) => void> = [];
-  readonly #listeners = new Set<(worker: SupervisedWorker) => void>();
+  readonly #listeners = new Set<(worker: WorkerHandle) => void>();
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
 
@@ -50,6 +54,7 @@ export class WorkerPool {
     this.#breaker = new CrashBreaker(options.crashLoop);
     this.slots = Array.from({ length: options.workers }, (_, index) => ({
       id: index + 1, current: undefined, backoff: new Backoff(options.backoff), restartTimer: undefined,
+      generation: 0, restarts: 0,
     }));
   }
 
@@ -67,7 +72,7 @@ export class WorkerPool {
   }
 
   /** Calls `listener` for every live worker now and for each one forked later; returns the undo. */
-  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+  onWorker(listener: (worker: WorkerHandle) => void): () => void {
     this.#listeners.add(listener);
     for (const handle of this.live) listener(handle);
     return () => this.#listeners.delete(listener);
@@ -83,6 +88,8 @@ export class WorkerPool {
       KEELSON_LOG_FDS: "4,5",
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
     }), logger);
+    const slot = this.slots[id - 1];
+    if (slot !== undefined) handle.generation = ++slot.generation;
     this.live.add(handle);
     for (const [type, handler] of this.#handlers) handle.channel.handle(type, handler);
     for (const install of this.#messageListeners) install(handle);
@@ -109,6 +116,11 @@ export class WorkerPool {
     clearTimeout(slot.restartTimer);
     slot.restartTimer = undefined;
     slot.current = handle;
+  }
+
+  /** The crash-loop breaker: crashes within its window now. */
+  crashesNow(): number {
+    return this.#breaker.recent(performance.now());
   }
 
   /** Stops forking and cancels pending restarts. */
@@ -140,7 +152,9 @@ export class WorkerPool {
       handle.name, handle.describeEnd(), delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
-      if (slot.current === undefined) this.start(slot);
+      if (slot.current !== undefined) return;
+      slot.restarts++;
+      this.start(slot);
     }, delay);
   }
 }

@@ -8,6 +8,7 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
 import { parseCli } from "../supervisor/cli-args.js";
+import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
 
@@ -18,6 +19,13 @@ const ROOT = join(import.meta.dirname, "..");
 function usageError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
   const cli = parseCli(argv, env);
   return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
+}
+
+/** The parsed `keelson status|reload …`. */
+function control(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const cli = parseCli(argv, env);
+  if (cli.command !== "control") throw new Error(`not a control command: ${JSON.stringify(cli)}`);
+  return cli.control;
 }
 
 function runCli(...args: string[]) {
@@ -96,13 +104,31 @@ describe("supervisor command line", () => {
   it("answers help and names what is wrong otherwise", () => {
     expect(parseCli([])).toEqual({ command: "help" });
     expect(parseCli(["--help"])).toEqual({ command: "help" });
-    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start)');
+    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
     expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
     expect(usageError(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
     expect(usageError(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
     expect(usageError(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
+  });
+
+  it("status and reload: the socket of this folder and PORT unless --socket or KEELSON_CONTROL_SOCKET names one", () => {
+    const here = defaultControlSocket(process.cwd(), 4000, {});
+    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, json: false, watchMs: undefined });
+    expect(control(["status", "-p", "4000", "--json"])).toMatchObject({ socket: here, json: true });
+    expect(control(["status"]).socket).toBe(defaultControlSocket(process.cwd(), 3000, {}));
+    expect(control(["status", "--port", "4001"]).socket).not.toBe(here);
+    expect(control(["status", "--watch"]).watchMs).toBe(2000);
+    expect(control(["status", "--interval", "500"]).watchMs).toBe(500);
+    expect(control(["reload", "--socket", "/run/x.sock"], { KEELSON_CONTROL_SOCKET: "/run/y.sock" }).socket).toBe("/run/x.sock");
+    expect(control(["reload"], { KEELSON_CONTROL_SOCKET: "/run/y.sock" })).toEqual({ command: "reload", socket: "/run/y.sock", json: false, watchMs: undefined });
+    expect(defaultControlSocket("/srv/a", 3000, { XDG_RUNTIME_DIR: "/run/user/1000" })).toMatch(/^\/run\/user\/1000\/keelson\/[0-9a-f]{16}\.sock$/);
+    expect(usageError(["reload", "--watch"])).toBe("--watch and --interval are for keelson status");
+    expect(usageError(["status", "--port", "http"])).toBe('--port expects an integer from 0 to 65535, got "http"');
+    expect(usageError(["status", "--interval", "5"])).toBe('--interval expects milliseconds >= 100, got "5"');
+    expect(usageError(["status", "extra"])).toBe("unexpected argument(s): extra");
+    expect(parseCli(["status", "--help"])).toEqual({ command: "help" });
   });
 
   it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {

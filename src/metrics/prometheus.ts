@@ -1,4 +1,4 @@
-import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { Counter, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../internal/headers.js";
@@ -48,7 +48,7 @@ export interface PrometheusOptions {
 export interface PrometheusModule extends Module {
   /** The registry served at `path`: register your own prom-client metrics on it. */
   readonly registry: Registry;
-  /** The request histogram, set as the App's metrics collector on `use()`. */
+  /** The request histogram (and the load-shedding counter), set as the App's metrics collector on `use()`. */
   readonly collector: MetricsCollector;
   /** The exposition a scrape would get (cluster-wide under the supervisor). */
   readExposition(): Promise<string>;
@@ -78,6 +78,7 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
   const worker = process.env.KEELSON_WORKER_ID ?? "";
@@ -103,14 +104,14 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   return {
     name: "prometheus",
     registry,
-    collector: histogram,
+    collector,
     readExposition,
     get listener() {
       return listener;
     },
     register(router: Router) {
       const { app } = router;
-      app.setMetricsCollector(histogram);
+      app.setMetricsCollector(collector);
       if (options.serveOnAppPort ?? app.config.env !== "production") {
         router.route(
           get(path, async (ctx) => {
@@ -147,6 +148,24 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
 
 // A scraper is not a browser: no web page may read the metrics, whatever the App's CORS policy.
 const CORS_HEADERS = ["access-control-allow-origin", "access-control-allow-credentials", "access-control-expose-headers"];
+
+/**
+ * The histogram as the App's collector, plus `keelson_requests_shed_total{reason}` for load
+ * shedding's rejections, registered at the first one (an App without shedding exposes no such metric).
+ */
+function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix: string): MetricsCollector {
+  let shed: Counter | undefined;
+  return {
+    observeRequest: histogram.observeRequest.bind(histogram),
+    observeShed: (reason) => {
+      shed ??= new Counter({
+        name: `${prefix}keelson_requests_shed_total`, help: "Requests rejected with 503 by load shedding, by reason.",
+        labelNames: ["reason"], registers: [registry],
+      });
+      shed.inc({ reason });
+    },
+  };
+}
 
 /** Answers the primary's snapshot requests, and hands it the final counts once the App has drained. */
 function linkToPrimary(router: Router, primary: PrimaryChannel, registry: Registry): void {
