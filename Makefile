@@ -16,7 +16,7 @@ else
 PINNED_NODE :=
 endif
 
-.PHONY: install build build-bench lint typecheck test test-prerequisites check-h3-latest run bench bench-instructions scenarios docker docker-engine clean
+.PHONY: install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios docker docker-engine clean
 
 $(STAMP): package.json package-lock.json | $(PINNED_NODE)
 	npm ci --no-audit --no-fund
@@ -58,6 +58,10 @@ check-h3-latest: $(STAMP)
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
 	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+
+# keelson dev on the example's TypeScript sources: a rolling reload on every save.
+dev: $(STAMP)
+	PORT=$(PORT) node --import tsx supervisor/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
 # The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
 build-bench: build

@@ -1,4 +1,5 @@
 import type { OpenAPISecurityScheme } from "./docs/types.js";
+import type { LoadSheddingOptions } from "./internal/load-shed.js";
 import type { Logger } from "./logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
@@ -93,6 +94,12 @@ export interface KConfig {
    * served, with `Connection: close`, while /health answers 503. Default 0.
    */
   shutdownDelay?: number;
+  /**
+   * Reject new requests fast with 503 and `Retry-After` while this process is saturated (event-loop
+   * delay or utilisation over a limit, or too many requests in flight); GET /health is always served.
+   * `true` for the defaults. Default: off.
+   */
+  loadShedding?: boolean | LoadSheddingOptions;
 }
 
 export const DEFAULT_PORT = 3000;

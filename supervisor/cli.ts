@@ -11,12 +11,14 @@ try {
   process.exit(2);
 }
 const { USAGE, parseCli } = await import("./cli-args.js");
+const { runControlCommand } = await import("./control-command.js");
+const { runDev } = await import("./dev.js");
 const { Supervisor } = await import("./primary.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
- * usage error).
+ * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
  */
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
@@ -24,6 +26,13 @@ if (cli.command === "help") {
 } else if (cli.command === "error") {
   process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
   process.exitCode = 2;
+} else if (cli.command === "control") {
+  process.exitCode = await runControlCommand(cli.control);
+} else if (cli.command === "dev") {
+  await runDev(cli.dev).catch((error: unknown) => {
+    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  });
 } else {
   let supervisor: InstanceType<typeof Supervisor> | undefined;
   try {

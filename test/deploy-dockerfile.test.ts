@@ -8,6 +8,7 @@ import {
   getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
   type Stage,
 } from "./fixtures/deploy-dockerfile.js";
+import { DEFAULT_METRICS_PORT } from "../supervisor/options.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
@@ -197,7 +198,7 @@ describe("docker/Dockerfile", () => {
     expect(getInstructions(runtime, "STOPSIGNAL").at(-1)?.args).toBe("SIGTERM");
   });
 
-  it("has an exec-form HEALTHCHECK on /health at $PORT, and EXPOSEs the default PORT", () => {
+  it("has an exec-form HEALTHCHECK on /health at $PORT, and EXPOSEs the default PORT and the metrics port", () => {
     const check = getHealthcheck(runtime);
     expect(check?.exec, "exec form").toBeDefined();
     expect(check?.exec?.[0]).toBe("node");
@@ -211,7 +212,9 @@ describe("docker/Dockerfile", () => {
     const env = getStageEnv(runtime);
     expect(env.NODE_ENV).toBe("production");
     expect(env.PORT).toMatch(/^\d+$/);
-    expect(getInstructions(runtime, "EXPOSE").map((e) => e.args)).toContain(env.PORT);
+    const exposed = getInstructions(runtime, "EXPOSE").flatMap((e) => e.args.split(/\s+/));
+    expect(exposed).toContain(env.PORT);
+    expect(exposed).toContain(String(DEFAULT_METRICS_PORT));
   });
 });
 

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../src/config.js";
-import { resolveOptions } from "../supervisor/options.js";
+import { DEFAULT_METRICS_PORT, resolveOptions } from "../supervisor/options.js";
 import { getStageEnv, readDockerfile, readDuration, type Stage } from "./fixtures/deploy-dockerfile.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -32,6 +32,8 @@ interface PodSpec {
   terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[];
   volumes?: { name: string; emptyDir?: { sizeLimit?: string } }[];
 }
+interface PolicyPort { port?: number | string; protocol?: string }
+interface PolicyRule { from?: unknown[]; ports?: PolicyPort[] }
 interface Manifest {
   apiVersion: string; kind: string; metadata: { name: string; labels?: Labels; annotations?: Labels };
   type?: string; stringData?: Record<string, string>;
@@ -40,6 +42,7 @@ interface Manifest {
     strategy?: { rollingUpdate?: { maxUnavailable?: number | string } };
     scaleTargetRef: { apiVersion: string; kind: string; name: string }; minReplicas?: number; maxReplicas: number;
     minAvailable?: number | string; maxUnavailable?: number | string; ports: { port: number; targetPort: number | string }[];
+    podSelector: { matchLabels?: Labels }; policyTypes?: string[]; ingress?: PolicyRule[];
   };
 }
 
@@ -90,7 +93,8 @@ describe("docker/k8s", () => {
   it("parses, and kustomization.yaml lists every manifest", () => {
     const kustomization = parse(readFileSync(join(K8S, "kustomization.yaml"), "utf8")) as { resources: string[] };
     expect(kustomization.resources.toSorted()).toEqual([...new Set(manifests.map((m) => m.file))].toSorted());
-    expect(manifests.map((m) => m.doc.kind).toSorted()).toEqual(["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service"]);
+    expect(manifests.map((m) => m.doc.kind).toSorted())
+      .toEqual(["Deployment", "HorizontalPodAutoscaler", "NetworkPolicy", "PodDisruptionBudget", "Service"]);
   });
 
   it("labels and selectors agree: Deployment, Service and PodDisruptionBudget select the pod template", () => {
@@ -192,14 +196,43 @@ describe("docker/k8s", () => {
     expect(kustomization.resources).not.toContain("secret.example.yaml");
   });
 
-  it("runs the image `make docker` tags, and Prometheus scrapes the pod's /metrics on the container port", () => {
+  it("runs the image `make docker` tags, and Prometheus scrapes the supervisor's metrics port, not the service port", () => {
     expect(container.image).toBe(`keelson-example:${pkg.version}`);
     const annotations = deployment.spec.template.metadata.annotations ?? {};
     expect(annotations["prometheus.io/scrape"]).toBe("true");
-    expect(Number(annotations["prometheus.io/port"])).toBe(Number(env.PORT?.value));
+    const metricsPort = Number(env.KEELSON_METRICS_PORT?.value ?? DEFAULT_METRICS_PORT);
+    expect(metricsPort).not.toBe(Number(env.PORT?.value));
+    expect(Number(annotations["prometheus.io/port"])).toBe(metricsPort);
+    expect(resolvePort("metrics")).toBe(metricsPort);
     expect(annotations["prometheus.io/path"]).toBe("/metrics");
+    // Not behind the Service: nothing that reaches the API through it reaches the metrics.
+    expect(byKind("Service").spec.ports.map((p) => resolvePort(p.targetPort))).not.toContain(metricsPort);
     expect(pod.enableServiceLinks).toBe(false);
     expect(deployment.spec.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
+  });
+});
+
+/** Whether a NetworkPolicy rule's ports let traffic to `port` through (no ports: every port). */
+function opens(rule: PolicyRule, port: number): boolean {
+  return rule.ports === undefined || rule.ports.some((p) => resolvePort(p.port) === port);
+}
+
+describe("docker/k8s/networkpolicy.yaml", () => {
+  const policy = byKind("NetworkPolicy");
+  const rules = policy.spec.ingress ?? [];
+  const metricsPort = Number(env.KEELSON_METRICS_PORT?.value ?? DEFAULT_METRICS_PORT);
+
+  it("selects the pods and restricts their ingress", () => {
+    expect(policy.apiVersion).toBe("networking.k8s.io/v1");
+    expect(subsetOf(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
+    expect(policy.spec.policyTypes).toContain("Ingress");
+  });
+
+  it("lets anyone reach the API port and only selected peers the metrics port", () => {
+    expect(rules.some((rule) => opens(rule, Number(env.PORT?.value)) && rule.from === undefined)).toBe(true);
+    const toMetrics = rules.filter((rule) => opens(rule, metricsPort));
+    expect(toMetrics.length).toBeGreaterThan(0);
+    for (const rule of toMetrics) expect(rule.from?.length, JSON.stringify(rule)).toBeGreaterThan(0);
   });
 });
 
@@ -255,8 +288,12 @@ describe("docker/compose.yaml", () => {
       global?: { scrape_timeout?: string };
       scrape_configs: { job_name: string; metrics_path?: string; static_configs: { targets: string[] }[] }[];
     };
-    const job = config.scrape_configs.find((j) => j.static_configs.some((s) => s.targets.includes(`${appName ?? ""}:${appEnv.PORT ?? ""}`)));
-    expect(job, "a job scraping the service's PORT").toBeDefined();
+    const metricsPort = appEnv.KEELSON_METRICS_PORT ?? String(DEFAULT_METRICS_PORT);
+    expect(metricsPort).not.toBe(appEnv.PORT);
+    const job = config.scrape_configs.find((j) => j.static_configs.some((s) => s.targets.includes(`${appName ?? ""}:${metricsPort}`)));
+    expect(job, "a job scraping the service's metrics port").toBeDefined();
+    // Prometheus reaches it on the compose network; the host gets the API only.
+    expect(app?.ports?.map((p) => p.split(":").at(-1))).not.toContain(metricsPort);
     expect(job?.metrics_path ?? "/metrics").toBe("/metrics");
     expect(readDuration(config.global?.scrape_timeout ?? "10s")).toBeGreaterThan(CLUSTER_SCRAPE_TIMEOUT);
   });

@@ -63,6 +63,8 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
     },
     shutdownDelay: Number(process.env.KEELSON_SHUTDOWN_DELAY_MS ?? 0),
     shutdownTimeout: Number(process.env.KEELSON_SHUTDOWN_TIMEOUT_MS ?? 10_000),
+    // A worker whose event loop runs half a second late is saturated: 503 + Retry-After beats a timeout.
+    loadShedding: { maxEventLoopDelay: 500 },
     ...config,
   });
   app.setTranslator(translator);
