@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 // the project of what it starts: real sockets in this process, real child processes, a browser.
 const socket = ["app", "integrations", "security-headers", "tracing", "validation"];
 const process = [
-  "deploy-dockerfile", "deploy-start", "docs-page", "lifecycle-*", "logger", "metrics-cluster", "metrics-merge", "package",
+  "client", "deploy-dockerfile", "deploy-start", "docs-page", "lifecycle-*", "logger", "metrics-cluster", "metrics-merge", "new-project", "package",
   "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
