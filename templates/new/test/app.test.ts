@@ -30,6 +30,6 @@ describe("{{name}}", () => {
   it("answers /health with UP and the notes check", async () => {
     const response = await buildApp().request("/health");
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: "UP", service: "{{name}}", checks: { notes: { status: "UP" } } });
+    expect(await response.json()).toMatchObject({ status: "UP", service: "{{name}}", checks: { notes: "UP" } });
   });
 });
