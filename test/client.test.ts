@@ -93,7 +93,7 @@ describe("keelson client", () => {
         health: [200, "UP"],
         hello: [200, "Bonjour, Ada !", "fr"],
         list: [200, 2, 2, 3],
-        created: [201, "/api/books/b4", "Dune"],
+        created: [201, true, "Dune"],
         one: [200, "Dune"],
         replaced: [200, "Dune Messiah", undefined],
         deleted: [204],

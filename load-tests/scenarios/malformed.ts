@@ -107,7 +107,7 @@ export async function malformed(context: Context): Promise<Verdict> {
 
   try {
     await waitUntil(() => logged.listening, "the listening line", 20_000);
-    const valid: RawRequest[] = ["/hello", "/api/books?page=1&limit=2", "/api/books/b1", "/health", "/metrics"].map((p) => ({
+    const valid: RawRequest[] = ["/hello", "/api/books?page=1&limit=2", "/api/books/b1", "/health"].map((p) => ({
       head: `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\ntraceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`,
     }));
     let warmFailures = 0;
