@@ -12,9 +12,12 @@ import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./helpers/
 const SLOW = 600_000;
 const TEMPLATES = join(ROOT, "templates", "new");
 
-/** The Dockerfile's `ARG NODE_VERSION` line and its runtime stage without the ENTRYPOINT: what the two images share. */
+/**
+ * The Dockerfile's `ARG NODE_VERSION` line and its runtime stage without the ENTRYPOINT: what the two
+ * images share. Not shared: the example's data volume (its SQLite file), from its comment to VOLUME.
+ */
 function sharedDockerfilePart(path: string): string {
-  const text = readFileSync(path, "utf8");
+  const text = readFileSync(path, "utf8").replace(/^# The one folder the service writes[\s\S]*?^VOLUME .*\n/m, "");
   const version = /^ARG NODE_VERSION=.*$/m.exec(text)?.[0];
   const start = text.indexOf("# ---- runtime");
   const end = text.indexOf("ENTRYPOINT");
@@ -73,10 +76,11 @@ describe("keelson new", () => {
     tested = true;
   }, SLOW);
 
-  it("runs with 2 workers (make run): /health 200, the validated route", async () => {
+  it("runs with 2 workers (make run): /health 200, the validated route, /metrics", async () => {
     expect(tested, "make test passes first").toBe(true);
     const port = await freePort();
-    const service = spawnChild(["make", "run", "WORKERS=2", `PORT=${port}`], { cwd: project, group: true });
+    // Metrics port 0: a free one, so that no other service on this machine is in the way of 9464.
+    const service = spawnChild(["make", "run", "WORKERS=2", `PORT=${port}`], { cwd: project, group: true, env: { KEELSON_METRICS_PORT: "0" } });
     try {
       await service.waitFor(/2 worker\(s\) ready in \d+ms/, { timeoutMs: 120_000 });
       const base = `http://127.0.0.1:${port}`;
@@ -85,6 +89,8 @@ describe("keelson new", () => {
       const post = (body: unknown) => fetch(`${base}/api/notes`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       expect((await post({ text: "hi" })).status).toBe(201);
       expect((await post({ text: 1 })).status).toBe(422);
+      const metrics = await fetch(`${base}/metrics`);
+      expect([metrics.status, (await metrics.text()).includes('http_request_duration_seconds_count{method="POST",route="/api/notes"')]).toEqual([200, true]);
     } finally {
       service.kill("SIGTERM", { all: true });
       await service.exited;

@@ -1,4 +1,5 @@
 import { App } from "keelson";
+import { definePrometheus } from "keelson/metrics";
 import { notesModule } from "./notes.js";
 
 /**
@@ -10,6 +11,8 @@ export function buildApp(): App {
     serviceName: "{{name}}",
     docs: { title: "{{name}}", version: "0.1.0", description: "The {{name}} service." },
   });
+  // GET /metrics: request durations and process metrics; under `keelson start`, cluster-wide on port 9464.
+  app.use(definePrometheus());
   app.group("/api").use(notesModule);
   return app;
 }
