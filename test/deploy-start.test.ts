@@ -205,7 +205,8 @@ describe("the runtime image's packages", () => {
       expect(modules.length, dir).toBeGreaterThan(0);
       for (const file of modules) {
         const code = readFileSync(join(ROOT, dir, file), "utf8");
-        for (const m of code.matchAll(/(?:\bfrom\s*|\bimport\s*\(?\s*)["']([^"'.][^"']*)["']/g)) {
+        // Not "--import" in an argv list: an import is a keyword, so no dash or word character before it.
+        for (const m of code.matchAll(/(?:\bfrom\s*|(?<![-\w.])import\s*\(?\s*)["']([^"'.\s][^"'\s]*)["']/g)) {
           const spec = m[1] ?? "";
           if (spec.startsWith("node:") || builtins.has(spec)) continue;
           const name = spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] ?? spec);

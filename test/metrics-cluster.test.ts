@@ -1,16 +1,15 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
+import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 
 // Two real workers under the real supervisor (CLI from source), real sockets, real signals.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const COUNT = "http_request_duration_seconds_count";
 const HELLO = { method: "GET", route: "/hello", status_code: "200" };
-const live = new Set<ChildProcess>();
 const REPORT_IMPORTS = pathToFileURL(join(ROOT, "test/fixtures/report-primary-imports.mjs")).href;
 
 interface Cluster {
@@ -22,40 +21,23 @@ interface Cluster {
   waitFor(pattern: RegExp, count?: number, timeoutMs?: number): Promise<void>;
 }
 
-function startCluster(env: Record<string, string> = {}, args: string[] = ["--metrics-port", "0"]): Cluster {
-  const port = 20_000 + Math.floor(Math.random() * 40_000);
-  const child = spawn(process.execPath, ["--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
-    "--workers", "2", "--port", String(port), "--backoff-initial", "50", ...args], {
-    cwd: ROOT, env: { ...process.env, NODE_ENV: "development", ...env }, stdio: ["ignore", "pipe", "pipe"],
-  });
-  live.add(child);
-  child.once("exit", () => live.delete(child));
-  let text = "";
-  child.stdout?.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
-    child.once("exit", (code, signal) => resolve({ code, signal }));
-  });
+async function startCluster(env: Record<string, string> = {}, args: string[] = ["--metrics-port", "0"]): Promise<Cluster> {
+  const port = await freePort();
+  const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
+    "--workers", "2", "--port", String(port), "--backoff-initial", "50", ...args], { cwd: ROOT, env: { NODE_ENV: "development", ...env } });
   return {
     port,
-    pid: child.pid ?? 0,
-    exited,
-    output: () => text,
-    async waitFor(pattern, count = 1, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (text.split("\n").filter((line) => pattern.test(line)).length < count) {
-        if (Date.now() > deadline) throw new Error(`no ${count}x ${pattern} within ${timeoutMs}ms:\n${text}`);
-        if (child.exitCode !== null) throw new Error(`supervisor exited (${child.exitCode}):\n${text}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    },
+    pid: child.pid,
+    exited: child.exited.then(({ code, signal }) => ({ code, signal })),
+    output: child.output,
+    waitFor: (pattern, count = 1, timeoutMs = 30_000) => child.waitUntil(
+      (output) => output.split("\n").filter((line) => pattern.test(line)).length >= count,
+      { timeoutMs, what: `${count}x ${pattern}` },
+    ),
   };
 }
 
-afterEach(() => {
-  for (const child of live) child.kill("SIGKILL");
-  live.clear();
-});
+afterEach(killAllChildren);
 
 /** GET on a fresh connection, so the primary's round-robin spreads requests over the workers. */
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
@@ -97,7 +79,7 @@ function workerPids(cluster: Cluster): Map<string, number> {
 
 describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   it("any worker's scrape returns the totals of both, and they never drop when a worker is killed and replaced", async () => {
-    const cluster = startCluster();
+    const cluster = await startCluster();
     await cluster.waitFor(/2 worker\(s\) ready/);
     const served = await hello(cluster.port, 60);
     expect(served.size).toBe(2);
@@ -126,7 +108,7 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   });
 
   it("a worker that exits after SIGTERM hands over its final counts, even for requests no scrape saw", async () => {
-    const cluster = startCluster();
+    const cluster = await startCluster();
     await cluster.waitFor(/2 worker\(s\) ready/);
     await scrape(cluster.port);
     const served = await hello(cluster.port, 40);
@@ -139,7 +121,7 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   });
 
   it("a blocked worker does not fail the scrape: the other answers within the timeout, with up 0 for the blocked one", async () => {
-    const cluster = startCluster({ METRICS_CLUSTER_TIMEOUT_MS: "1000" });
+    const cluster = await startCluster({ METRICS_CLUSTER_TIMEOUT_MS: "1000" });
     await cluster.waitFor(/2 worker\(s\) ready/);
     await hello(cluster.port, 10);
     const before = await scrape(cluster.port);
@@ -167,7 +149,7 @@ async function metricsPortOf(cluster: Cluster): Promise<number> {
 
 describe("the primary's metrics port (2 real workers)", () => {
   it("serves the totals of all workers off the public port, answers with a worker blocked or killed, and closes on SIGTERM", async () => {
-    const cluster = startCluster({ NODE_ENV: "production", METRICS_CLUSTER_TIMEOUT_MS: "1000", NODE_OPTIONS: `--import=${REPORT_IMPORTS}` });
+    const cluster = await startCluster({ NODE_ENV: "production", METRICS_CLUSTER_TIMEOUT_MS: "1000", NODE_OPTIONS: `--import=${REPORT_IMPORTS}` });
     await cluster.waitFor(/2 worker\(s\) ready/);
     const metricsPort = await metricsPortOf(cluster);
     expect(metricsPort).not.toBe(cluster.port);
@@ -207,7 +189,7 @@ describe("the primary's metrics port (2 real workers)", () => {
     await new Promise<void>((resolve) => taken.listen(0, resolve));
     const port = (taken.address() as AddressInfo).port;
     try {
-      const cluster = startCluster({}, ["--metrics-port", String(port)]);
+      const cluster = await startCluster({}, ["--metrics-port", String(port)]);
       expect((await cluster.exited).code).toBe(1);
       const last = cluster.output().trim().split("\n").at(-1) ?? "";
       expect(last).toMatch(new RegExp(`exit 1: cannot serve metrics on port ${port}: already in use \\(EADDRINUSE\\); set --metrics-port`));
@@ -217,7 +199,7 @@ describe("the primary's metrics port (2 real workers)", () => {
   });
 
   it("--metrics-port off opens no metrics port; the App's port still serves /metrics outside production", async () => {
-    const cluster = startCluster({}, ["--metrics-port", "off"]);
+    const cluster = await startCluster({}, ["--metrics-port", "off"]);
     await cluster.waitFor(/2 worker\(s\) ready/);
     await hello(cluster.port, 4);
     expect((await scrape(cluster.port)).value(COUNT, HELLO)).toBe(4);
