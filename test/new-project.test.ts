@@ -44,6 +44,9 @@ afterAll(() => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
+/** `keelson new <dir>` from source, as a process. */
+const keelsonNew = (dir: string) => spawnChild([process.execPath, "--import", "tsx", join(ROOT, "supervisor", "cli.ts"), "new", dir], { cwd: ROOT });
+
 describe("keelson new", () => {
   it("writes the project files, named after the folder", () => {
     for (const file of [
@@ -62,9 +65,8 @@ describe("keelson new", () => {
   });
 
   it("refuses a folder that is not empty, and a name npm would refuse", async () => {
-    const keelson = (dir: string) => spawnChild([process.execPath, "--import", "tsx", join(ROOT, "supervisor", "cli.ts"), "new", dir], { cwd: ROOT });
-    const again = keelson(project);
-    const bad = keelson(join(work, "Bad Name"));
+    const again = keelsonNew(project);
+    const bad = keelsonNew(join(work, "Bad Name"));
     expect([(await again.exited).code, again.output()]).toEqual([2, expect.stringContaining("exists and is not empty")]);
     expect([(await bad.exited).code, bad.output()]).toEqual([2, expect.stringContaining("is not a valid npm package name")]);
   });
