@@ -5,8 +5,8 @@ import { defineConfig } from "vitest/config";
 // the project of what it starts: real sockets in this process, real child processes, a browser.
 const socket = ["app", "integrations", "metrics", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "lifecycle-*", "logger", "metrics-cluster",
-  "metrics-merge", "node-version", "package", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
+  "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "lifecycle-*", "logger",
+  "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

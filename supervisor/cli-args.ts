@@ -47,7 +47,10 @@ Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_
 
 ${CONTROL_USAGE}
 
-${DEV_USAGE}`;
+${DEV_USAGE}
+
+keelson client <entry> [--out DIR]   OpenAPI document + types for openapi-fetch (keelson client --help)
+keelson new <dir>                    a new project (keelson new --help)`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -100,7 +103,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
     if (values.help === true || own.length === 0) return { command: "help" };
     const [command, entry, ...extra] = own;
-    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, dev, status, reload)` };
+    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, dev, status, reload, client, new)` };
     if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
     if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };

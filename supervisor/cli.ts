@@ -14,12 +14,15 @@ const { USAGE, parseCli } = await import("./cli-args.js");
 const { runControlCommand } = await import("./control-command.js");
 const { runDev } = await import("./dev.js");
 const { Supervisor } = await import("./primary.js");
+const { runTool } = await import("./tools.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
  * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
  */
+// One-shot tools (client, new) exit when done: a user module they load may hold handles open.
+if (process.argv[2] === "client" || process.argv[2] === "new") process.exit(await runTool(process.argv[2], process.argv.slice(3)));
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
   process.stdout.write(USAGE + "\n");

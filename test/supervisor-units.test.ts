@@ -104,7 +104,7 @@ describe("supervisor command line", () => {
   it("answers help and names what is wrong otherwise", () => {
     expect(parseCli([])).toEqual({ command: "help" });
     expect(parseCli(["--help"])).toEqual({ command: "help" });
-    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload)');
+    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload, client, new)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
     expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
