@@ -1,9 +1,10 @@
 // 1,000 malformed requests of every kind (malformed-requests.ts) to the example bookstore, twice:
 // no 5xx (none of its routes throws on purpose), every error answer is JSON with a `code`, and
-// RSS after the second burst within 10 % of RSS after the first (each reading after a GC).
-// The first burst raises RSS by ~20 % over a valid-only warm-up with a flat JS heap: glibc keeps
-// the memory of 16 concurrent 1 MiB bodies in its arenas. That high-water mark is printed; a leak
-// shows up as growth from one identical burst to the next.
+// RSS after the last burst within 10 % of RSS after the one before it (each reading after a GC).
+// The first bursts raise RSS with a flat JS heap: glibc keeps the memory of 16 concurrent 1 MiB
+// bodies in its arenas. On Node 24 that high-water mark still rises ~20 % in the second burst (the
+// code of the previous release measures the same), so three bursts run and the last two are
+// compared: a leak shows up as growth from one identical burst to the next.
 import { spawn } from "node:child_process";
 import * as http from "node:http";
 import type { AddressInfo } from "node:net";
@@ -21,7 +22,7 @@ const NAME = "malformed";
 const PER_KIND = 1_000;
 const CONCURRENCY = 16;
 const WARMUP_REQUESTS = 2_000;
-const BURSTS = 2;
+const BURSTS = 3;
 const RSS_TOLERANCE = 1.1;
 
 /** The built bookstore App on 127.0.0.1 (main.js would bind every interface), GC on SIGUSR2. */
@@ -146,18 +147,18 @@ export async function malformed(context: Context): Promise<Verdict> {
       return [kind.name, t.sent, statuses || "-", kind.expected.join("/"), countStatuses(t, (s) => !kind.expected.includes(s)), t.parserLevel, t.noResponse,
         t.notJson + (t.samples.length > 0 ? ` (${t.samples.join("; ")})` : "")];
     }));
-    const [rssFirst = Number.NaN, rssLast = Number.NaN] = [rss[0], rss.at(-1)];
+    const [rssFirst = Number.NaN, rssBefore = Number.NaN, rssLast = Number.NaN] = [rss[0], rss.at(-2), rss.at(-1)];
     console.log(`warm-up: ${WARMUP_REQUESTS} valid requests (${warmFailures} not 200); ${BURSTS} bursts: ${totals.sent} requests in ${burstSec.toFixed(1)} s`);
     console.log(`RSS: ${rssWarm.toFixed(1)} MB after the warm-up, ${rss.map((r) => r.toFixed(1)).join(" MB, ")} MB after each burst ` +
-      `(first burst ${((rssFirst / rssWarm - 1) * 100).toFixed(1)} % over the warm-up: allocator high-water; last burst ${((rssLast / rssFirst - 1) * 100).toFixed(1)} % over the first)`);
+      `(first burst ${((rssFirst / rssWarm - 1) * 100).toFixed(1)} % over the warm-up: allocator high-water; last burst ${((rssLast / rssBefore - 1) * 100).toFixed(1)} % over the one before)`);
     console.log(`server log: ${logged.fiveXx} request line(s) with a 5xx status, ${logged.errorLines} other ERROR line(s); exit code ${code}`);
     if (logged.firstError) console.log(`first ERROR line: ${logged.firstError}`);
-    const rssOk = rssLast <= rssFirst * RSS_TOLERANCE;
+    const rssOk = rssLast <= rssBefore * RSS_TOLERANCE;
     const pass = totals.sent === BURSTS * PER_KIND * KINDS.length && totals.clientFiveXx === 0 && logged.fiveXx === 0 && totals.notJson === 0 && rssOk && warmFailures === 0;
     return verdict(NAME, pass,
       `${totals.sent} malformed requests (${KINDS.length} kinds × ${PER_KIND}, ${BURSTS} bursts): ${totals.clientFiveXx} 5xx answers received and ${logged.fiveXx} 5xx in the server's request log, ` +
       `${totals.notJson} answers not JSON with a \`code\` (${totals.parserLevel} bodiless 4xx from Node's HTTP parser, before keelson, not counted), ` +
-      `RSS ${rssFirst.toFixed(1)} → ${rssLast.toFixed(1)} MB from the first burst to the last (${(rssLast / rssFirst).toFixed(3)}×, limit ${RSS_TOLERANCE}×; ` +
+      `RSS ${rssBefore.toFixed(1)} → ${rssLast.toFixed(1)} MB from the burst before the last to the last (${(rssLast / rssBefore).toFixed(3)}×, limit ${RSS_TOLERANCE}×; ` +
       `${rssWarm.toFixed(1)} MB after the valid warm-up).`);
   } finally {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
