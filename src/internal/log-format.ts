@@ -116,6 +116,18 @@ const NEEDS_JSON_ESCAPE = /[^\x20\x21\x23-\x5b\x5d-\x7e]/;
 const RAW_IN_JSON = /[\x7f-\x9f\u2028\u2029]/;
 const RAW_IN_JSON_ALL = /[\x7f-\x9f\u2028\u2029]/g;
 
+// Up to this length a loop over the characters is cheaper than a call into the regex engine.
+const SCAN_LIMIT = 64;
+
+/** NEEDS_JSON_ESCAPE's test, negated, as a loop: printable ASCII other than `"` and `\`. */
+function isPlainAscii(value: string): boolean {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
+}
+
 /** `\u00XX`-style escape of one UTF-16 unit, valid in JSON and in JavaScript strings. */
 function unicodeEscape(c: string): string {
   return "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0");
@@ -127,7 +139,7 @@ function unicodeEscape(c: string): string {
  * ASCII, and one regex test is cheaper than JSON.stringify for those.
  */
 export function jsonString(value: string): string {
-  if (!NEEDS_JSON_ESCAPE.test(value)) return '"' + value + '"';
+  if (value.length <= SCAN_LIMIT ? isPlainAscii(value) : !NEEDS_JSON_ESCAPE.test(value)) return '"' + value + '"';
   const literal = JSON.stringify(value);
   return RAW_IN_JSON.test(literal) ? literal.replace(RAW_IN_JSON_ALL, unicodeEscape) : literal;
 }
