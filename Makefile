@@ -4,7 +4,7 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build build-bench lint typecheck test run bench bench-instructions scenarios docker clean
+.PHONY: install build build-bench lint typecheck test test-prerequisites run dev bench bench-instructions scenarios docker clean
 
 $(STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -23,12 +23,22 @@ typecheck: $(STAMP)
 	npx tsc --noEmit -p tsconfig.json
 
 # lint + typecheck + every test suite (unit, process-level, browser).
-test: lint typecheck build
+test: test-prerequisites lint typecheck build
 	npx vitest run --project unit --project socket --project process --project browser
+
+# System packages the suites run, checked before anything else: installed with apt-get when missing
+# (as root or with sudo), or make stops at once with the command to run. One line per package.
+# PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
+test-prerequisites:
+	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
 	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+
+# keelson dev on the example's TypeScript sources: a rolling reload on every save.
+dev: $(STAMP)
+	PORT=$(PORT) node --import tsx supervisor/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
 # The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
 build-bench: build

@@ -10,7 +10,9 @@ import { choosePinning } from "./lib/machine.js";
 import { createContext, type Scenario } from "./scenarios/common.js";
 import { malformed } from "./scenarios/malformed.js";
 import { metricsScrapeScenario } from "./scenarios/metrics-scrape.js";
+import { loadShed } from "./scenarios/load-shed.js";
 import { randomPaths } from "./scenarios/random-paths.js";
+import { reloadBurst } from "./scenarios/reload-burst.js";
 import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
 import { sigterm } from "./scenarios/sigterm.js";
@@ -19,6 +21,8 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SCENARIOS: Record<string, Scenario> = {
   sigterm,
   sighup,
+  "reload-burst": reloadBurst,
+  "load-shed": loadShed,
   "sigkill-worker": sigkillWorker,
   "metrics-scrape": metricsScrapeScenario,
   "random-paths": randomPaths,

@@ -20,6 +20,7 @@ import { errorResponse, isRouteNotFound, logServerError, toKError } from "./inte
 import { compileRoute } from "./internal/handler.js";
 import { setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
+import { LoadShedder } from "./internal/load-shed.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
 import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js";
 import { RequestState } from "./internal/request-state.js";
@@ -80,7 +81,9 @@ export class App implements Router {
   /** Built from `#routes` when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
   #metrics: MetricsCollector | undefined;
+  readonly #shedder: LoadShedder | undefined;
   #inflight = 0;
+  #requests = 0;
   #listening: Promise<void> | undefined;
 
   constructor(config: KConfig = {}) {
@@ -105,6 +108,8 @@ export class App implements Router {
       onError: (error, event) => this.#onError(error, event),
     });
     this.fetch = this.fetch.bind(this);
+    const shedding = config.loadShedding ?? false;
+    this.#shedder = shedding === false ? undefined : new LoadShedder(shedding === true ? {} : shedding, this.logger);
     const cors = this.#cors;
     if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
     if (!this.config.disableHealth) this.route(this.#healthRoute());
@@ -230,8 +235,21 @@ export class App implements Router {
    * `httpEngine.fetch`, which skips the request log line, the metrics and the server span's end.
    */
   fetch(request: ServerRequest): Response | Promise<Response> {
+    if (this.#shedder !== undefined) {
+      const rejected = this.#shed(this.#shedder, request);
+      if (rejected !== undefined) return rejected;
+    }
     const response = this.httpEngine.fetch(request);
     return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
+  }
+
+  /** A 503 when the process is saturated, before any routing or logging; /health's liveness is never shed. */
+  #shed(shedder: LoadShedder, request: ServerRequest): Response | undefined {
+    const reason = shedder.check(this.#inflight);
+    if (reason === undefined || (!this.config.disableHealth && new URL(request.url).pathname === "/health")) return undefined;
+    shedder.record(reason, this.#inflight);
+    this.#metrics?.observeShed?.(reason);
+    return new Response(OVERLOADED_BODY, { status: 503, headers: { "content-type": "application/json", "retry-after": shedder.retryAfter } });
   }
 
   /**
@@ -270,6 +288,7 @@ export class App implements Router {
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
+            load: { inflight: () => this.#inflight, requests: () => this.#requests },
           });
         }
       }
@@ -281,6 +300,7 @@ export class App implements Router {
     } finally {
       releaseWorker();
       releaseSignals();
+      this.#shedder?.stop();
     }
   }
 
@@ -311,6 +331,7 @@ export class App implements Router {
     const tracer = this.#services.tracer;
     event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
     this.#inflight++;
+    this.#requests++;
     this.#cors?.apply(event);
   }
 
@@ -359,4 +380,5 @@ export class App implements Router {
 }
 
 const noopSpan = noopTracer.startSpan("noop");
+const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
 const doNothing = (): void => {};

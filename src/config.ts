@@ -1,4 +1,5 @@
 import type { OpenAPISecurityScheme } from "./docs/types.js";
+import type { LoadSheddingOptions } from "./internal/load-shed.js";
 import type { Logger } from "./logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
@@ -83,8 +84,9 @@ export interface KConfig {
   healthTimeout?: number;
   /**
    * One budget in ms for the whole shutdown, from the first signal or `close()`: delay, drain and
-   * hooks. At the deadline the hooks' AbortSignal fires, open connections are destroyed, hooks not
-   * yet started are skipped, and the exit code is 1. Default 10000.
+   * hooks. The drain takes at most half of what is left after the delay (then the connections still
+   * open are destroyed and the hooks start). At the deadline the hooks' AbortSignal fires, open
+   * connections are destroyed, hooks not yet started are skipped, and the exit code is 1. Default 10000.
    */
   shutdownTimeout?: number;
   /**
@@ -92,6 +94,12 @@ export interface KConfig {
    * served, with `Connection: close`, while /health answers 503. Default 0.
    */
   shutdownDelay?: number;
+  /**
+   * Reject new requests fast with 503 and `Retry-After` while this process is saturated (event-loop
+   * delay or utilisation over a limit, or too many requests in flight); GET /health is always served.
+   * `true` for the defaults. Default: off.
+   */
+  loadShedding?: boolean | LoadSheddingOptions;
 }
 
 export const DEFAULT_PORT = 3000;

@@ -8,6 +8,8 @@ export interface MetricsCollector {
    * @param durationSeconds time from the request entering the app to its response being ready.
    */
   observeRequest(method: string, route: string, status: number, durationSeconds: number): void;
+  /** A request rejected by load shedding (never routed, so not observed as a request); `reason` is a ShedReason. */
+  observeShed?(reason: string): void;
 }
 
 /** The `route` value passed to metrics collectors and tracers for requests that matched no route. */

@@ -8,7 +8,7 @@ import { newPage, pageOffset, type Page, type PageQuery } from "./pagination.js"
 export interface Repository<T, ID, Q = PageQuery, P = Page<T>> {
   findAll(signal: AbortSignal | undefined, query: Q): Promise<P>;
   findById(signal: AbortSignal | undefined, id: ID): Promise<T | undefined>;
-  /** Stores a new entity; rejects when its id is taken (the in-memory one with a 409 KError). */
+  /** Stores a new entity; rejects when its id is taken (the official implementations with a 409 `CONFLICT` KError). */
   create(signal: AbortSignal | undefined, entity: T): Promise<T>;
   /** Replaces the entity; resolves undefined when there is no such id. */
   update(signal: AbortSignal | undefined, id: ID, entity: T): Promise<T | undefined>;

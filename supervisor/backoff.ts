@@ -40,8 +40,13 @@ export class CrashBreaker {
   /** Records a crash at `now` (ms, monotonic) and tells whether the breaker trips. */
   record(now: number): boolean {
     this.#crashes.push(now);
+    return this.recent(now) >= this.#options.maxCrashes;
+  }
+
+  /** Crashes within the window ending at `now`. */
+  recent(now: number): number {
     while (this.#crashes.length > 0 && (this.#crashes[0] ?? now) <= now - this.#options.window) this.#crashes.shift();
-    return this.#crashes.length >= this.#options.maxCrashes;
+    return this.#crashes.length;
   }
 
   /** Crashes within the current window. */

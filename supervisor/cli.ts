@@ -1,18 +1,30 @@
 #!/usr/bin/env node
 import { USAGE, parseCli } from "./cli-args.js";
+import { runControlCommand } from "./control-command.js";
+import { runDev } from "./dev.js";
 import { Supervisor } from "./primary.js";
+import { runTool } from "./tools.js";
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
- * usage error).
+ * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
  */
+// One-shot tools (client, new) exit when done: a user module they load may hold handles open.
+if (process.argv[2] === "client" || process.argv[2] === "new") process.exit(await runTool(process.argv[2], process.argv.slice(3)));
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
   process.stdout.write(USAGE + "\n");
 } else if (cli.command === "error") {
   process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
   process.exitCode = 2;
+} else if (cli.command === "control") {
+  process.exitCode = await runControlCommand(cli.control);
+} else if (cli.command === "dev") {
+  await runDev(cli.dev).catch((error: unknown) => {
+    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.exitCode = 2;
+  });
 } else {
   let supervisor: Supervisor | undefined;
   try {

@@ -1,12 +1,12 @@
-import type { MetricsSnapshot, RequestType, Requests } from "../src/internal/ipc.js";
-import { PROMETHEUS_CONTENT_TYPE } from "../src/metrics/prometheus.js";
-import { MetricSet } from "../src/metrics/metric-set.js";
+import type { IpcHandler, IpcRequestType } from "../src/internal/ipc.js";
+import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } from "../src/metrics/ipc.js";
+import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "../src/metrics/metric-set.js";
 import type { MetricData } from "../src/metrics/request-histogram.js";
 import type { SupervisedWorker } from "./worker-handle.js";
 
 /** What the aggregator needs from the supervisor (a `Supervisor` has both). */
 export interface MetricsHost {
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): unknown;
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): unknown;
   onWorker(listener: (worker: SupervisedWorker) => void): () => void;
 }
 
@@ -48,8 +48,8 @@ export class ClusterMetrics {
       this.#tracked.set(worker.pid, { worker, last: undefined });
       this.#slots.add(worker.id);
     });
-    host.handle("metrics:cluster", ({ timeoutMs }) => this.readExposition(timeoutMs));
-    host.handle("metrics:final", ({ pid, snapshot }) => {
+    host.handle(metricsCluster, ({ timeoutMs }) => this.readExposition(timeoutMs));
+    host.handle(metricsFinal, ({ pid, snapshot }) => {
       const tracked = this.#tracked.get(pid);
       if (tracked !== undefined) tracked.last = snapshot;
       return {};
@@ -92,7 +92,7 @@ export class ClusterMetrics {
   async #ask(tracked: Tracked, timeoutMs: number): Promise<Answer> {
     const started = performance.now();
     try {
-      const { snapshot } = await tracked.worker.channel.request("metrics:snapshot", {}, timeoutMs);
+      const { snapshot } = await tracked.worker.channel.request(metricsSnapshot, {}, timeoutMs);
       if (!Array.isArray(snapshot)) return { tracked, snapshot: undefined, seconds: 0 };
       tracked.last = snapshot;
       return { tracked, snapshot, seconds: (performance.now() - started) / 1000 };

@@ -1,5 +1,7 @@
 import { availableParallelism } from "node:os";
 import { newLogger, type Logger } from "../src/logger.js";
+import { defaultControlSocket, effectivePort } from "./control-path.js";
+import { parseSize } from "./memory-limit.js";
 
 /** Restart delays of one worker slot: `initial` ms, doubling up to `max`, back to `initial` after `resetAfter` ms of uptime. */
 export interface BackoffOptions {
@@ -51,11 +53,35 @@ export interface SupervisorOptions {
   handleSignals?: boolean;
   /** Exit the process (0 or 1) once stopped. Default true. */
   exitProcess?: boolean;
+  /**
+   * Port where the primary serves the cluster-wide `/metrics` (when the App uses
+   * `definePrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
+   * (a number or `off`), else 9464.
+   */
+  metricsPort?: number | false;
+  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else all interfaces. */
+  metricsHost?: string;
+  /**
+   * The Unix socket `keelson status` and `keelson reload` talk to, or false for none. Default:
+   * `KEELSON_CONTROL_SOCKET`, else a file named by a hash of the working directory and the port
+   * in `$XDG_RUNTIME_DIR/keelson/` or `<tmpdir>/keelson-<uid>/` (a 0700 folder; the socket is 0600).
+   */
+  controlSocket?: string | false;
+  /**
+   * Replace a worker whose RSS stays above this for `maxMemoryWindow`, the way a reload does (its
+   * replacement is ready before it drains): bytes, or a size such as `"512M"`. Default: no limit.
+   */
+  maxMemory?: number | string;
+  /** How long the RSS must stay above `maxMemory` (it is measured every heartbeat period). Default 30000. */
+  maxMemoryWindow?: number;
 }
 
 /** SupervisorOptions with every default applied. */
-export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop">> {
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
   port: number | undefined;
+  metricsHost: string | undefined;
+  /** Bytes; undefined when there is no limit. */
+  maxMemory: number | undefined;
   backoff: Required<BackoffOptions>;
   crashLoop: Required<CrashLoopOptions>;
 }
@@ -77,6 +103,27 @@ export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | u
     if (raw !== undefined && raw.trim() !== "") return positiveInteger(Number(raw), name);
   }
   return undefined;
+}
+
+/** The OpenTelemetry Prometheus exporter's port: where a Prometheus setup looks by habit. */
+export const DEFAULT_METRICS_PORT = 9464;
+
+/** Reads a metrics port: an integer from 0 to 65535, or `off`; `what` names it in the error. */
+export function parseMetricsPort(raw: string, what: string): number | false {
+  const text = raw.trim().toLowerCase();
+  if (text === "off" || text === "false") return false;
+  const value = Number(text);
+  if (text === "" || !Number.isInteger(value) || value < 0 || value > 65535) {
+    throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
+  }
+  return value;
+}
+
+function resolveMetricsPort(option: number | false | undefined, env: NodeJS.ProcessEnv): number | false {
+  if (option === false) return false;
+  if (option !== undefined) return parseMetricsPort(String(option), "metricsPort");
+  const raw = env.KEELSON_METRICS_PORT;
+  return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
 /** Applies the defaults and validates; throws a one-line reason on a bad value. */
@@ -114,5 +161,24 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
+    metricsPort: resolveMetricsPort(options.metricsPort, process.env),
+    metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
+    controlSocket: resolveControlSocket(options),
+    maxMemory: resolveMaxMemory(options.maxMemory),
+    maxMemoryWindow: nonNegative(options.maxMemoryWindow ?? 30_000, "maxMemoryWindow"),
   };
+}
+
+function resolveControlSocket(options: SupervisorOptions): string | false {
+  if (options.controlSocket !== undefined) return options.controlSocket;
+  const fromEnv = process.env.KEELSON_CONTROL_SOCKET;
+  if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+  return defaultControlSocket(process.cwd(), effectivePort(options.port));
+}
+
+function resolveMaxMemory(value: number | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "string") return parseSize(value);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`maxMemory must be a number of bytes above 0, got ${String(value)}`);
+  return value;
 }

@@ -1,15 +1,19 @@
 import cluster from "node:cluster";
 import { extname, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { setLogOrigin } from "../src/internal/log-origin.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
+import { openControlSocket, type ControlServer } from "./control-socket.js";
+import { MemoryLimit } from "./memory-limit.js";
 import { installClusterMetrics } from "./metrics.js";
+import { serveMetricsPort } from "./metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
+import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
-import { WorkerPool } from "./worker-pool.js";
+import { WorkerPool, type Slot } from "./worker-pool.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -31,8 +35,9 @@ let running = false;
  * whose event loop is blocked.
  *
  * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
- * IPC `channel`; `handle(type, fn)` serves a request type that workers send with
- * `getPrimaryChannel().request(type, …)`; `onWorker(fn)` sees every worker as it is forked.
+ * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
+ * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
+ * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -41,6 +46,9 @@ export class Supervisor {
   readonly finished: Promise<StopReport>;
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog;
+  readonly #board: StatusBoard;
+  #control: Promise<ControlServer | undefined> | undefined;
+  readonly #memory: MemoryLimit | undefined;
   #finish!: (report: StopReport) => void;
   #started: Promise<void> | undefined;
   #onStarted: { resolve: () => void; reject: (error: Error) => void } | undefined;
@@ -48,6 +56,8 @@ export class Supervisor {
   #stopping: Promise<StopReport> | undefined;
   #crashLoop: string | undefined;
   #startupFailure: string | undefined;
+  /** Why `fail()` stopped it: exit 1 whatever the workers did. */
+  #failure: string | undefined;
   #reloading: Promise<ReloadReport> | undefined;
   #reloadAgain = false;
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
@@ -66,7 +76,17 @@ export class Supervisor {
       failedToStart: (handle) => this.#failedToStart(handle),
     });
     this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
-    installClusterMetrics(this);
+    this.#board = new StatusBoard(this.#pool, this.options, {
+      reloading: () => this.#reloading !== undefined,
+      stopping: () => this.stopping,
+      crashLoop: () => this.#crashLoop !== undefined,
+    });
+    const { maxMemory, maxMemoryWindow } = this.options;
+    this.#memory = maxMemory === undefined ? undefined : new MemoryLimit({
+      limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, pool: this.#pool,
+      replace: (handle, why) => this.#replaceOverLimit(handle, why),
+    });
+    serveMetricsPort(this, installClusterMetrics(this));
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
@@ -79,15 +99,26 @@ export class Supervisor {
     return Array.from(this.#pool.live);
   }
 
-  /** Serves a request type sent by any worker (present and future) over IPC. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): this {
+  /** Serves a request type (see `defineIpcRequest`) sent by any worker, present and future. */
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): this {
     this.#pool.handle(type, handler);
+    return this;
+  }
+
+  /** Listens to a message type (see `defineIpcMessage`) from every worker, present and future. */
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): this {
+    this.#pool.onMessage(type, listener);
     return this;
   }
 
   /** Calls `listener` for every live worker now and every worker forked later; returns the undo. */
   onWorker(listener: (worker: SupervisedWorker) => void): () => void {
     return this.#pool.onWorker(listener);
+  }
+
+  /** What `keelson status` prints: the primary, the crash-loop breaker, each live worker's latest figures. */
+  status(): StatusReport {
+    return this.#board.read();
   }
 
   /** Forks the workers; resolves when all are ready, rejects if the supervisor stops first (e.g. a crash loop). */
@@ -123,6 +154,7 @@ export class Supervisor {
     const started = new Promise<void>((resolve, reject) => (this.#onStarted = { resolve, reject }));
     for (const slot of this.#pool.slots) this.#pool.start(slot);
     this.#watchdog.start();
+    this.#control = this.#openControl();
     return started;
   }
 
@@ -131,26 +163,48 @@ export class Supervisor {
    * asked for while one runs is queued once, so the last deployed code always ends up running.
    */
   reload(): Promise<ReloadReport> {
-    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, durationMs: 0, error: "the supervisor is stopping" });
+    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping" });
     if (this.#reloading) {
       this.logger.info("reload requested while one runs: another follows it");
       this.#reloadAgain = true;
       return this.#reloading;
     }
+    return this.#replace(undefined, "reload");
+  }
+
+  /**
+   * Runs a rolling replacement of `slots` (every slot when undefined) as the one replacement
+   * allowed at a time; reloads asked meanwhile are folded into one full run after it.
+   */
+  #replace(slots: readonly Slot[] | undefined, what: string): Promise<ReloadReport> {
     const run = async (): Promise<ReloadReport> => {
       let report: ReloadReport;
+      let only = slots;
       do {
         this.#reloadAgain = false;
         report = await rollingReload({
           pool: this.#pool, logger: this.logger, readyTimeout: this.options.readyTimeout,
           stopping: () => this.#stopping !== undefined,
           retire: (handle, reason) => this.#retire(handle, reason),
-        });
+        }, only, only === undefined ? "reload" : what);
+        only = undefined;
       } while (this.#reloadAgain && report.ok && !this.#stopping);
       this.#reloading = undefined;
       return report;
     };
     return (this.#reloading = run());
+  }
+
+  /** A worker over its memory limit: replaced alone, like a reload replaces it; after a reload that is running, if any. */
+  #replaceOverLimit(handle: WorkerHandle, why: string): void {
+    const slot = this.#pool.slots[handle.id - 1];
+    if (this.#stopping || slot === undefined || slot.current !== handle) return;
+    if (this.#reloading) {
+      this.#memory?.retry(handle);
+      return;
+    }
+    this.logger.warn("%s: %s: replacing it", handle.name, why);
+    void this.#replace([slot], "memory-limit restart");
   }
 
   /**
@@ -165,6 +219,18 @@ export class Supervisor {
     return (this.#stopping = this.#stop(reason));
   }
 
+  /**
+   * Stops like `stop()`, but exits 1 and ends with `reason` whatever the workers do: for a failure
+   * the orchestrator must see (e.g. the metrics port is taken).
+   */
+  fail(reason: string): Promise<StopReport> {
+    if (this.#stopping === undefined) {
+      this.#failure = reason;
+      this.logger.logError("%s", reason);
+    }
+    return this.stop(reason);
+  }
+
   async #stop(reason: string): Promise<StopReport> {
     const started = performance.now();
     this.#pool.close();
@@ -174,13 +240,14 @@ export class Supervisor {
     await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
     const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
     const dirty = workers.filter((w) => !w.clean);
-    const failed = this.#startupFailure ?? this.#crashLoop;
+    const failed = this.#startupFailure ?? this.#failure ?? this.#crashLoop;
     const exitCode = failed === undefined && dirty.length === 0 ? 0 : 1;
     const durationMs = Math.round(performance.now() - started);
     if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
     else if (this.#startupFailure !== undefined) {
       this.logger.logError("stopped in %dms with exit 1: startup failed: %s", durationMs, this.#startupFailure);
-    } else if (dirty.length > 0) {
+    } else if (this.#failure !== undefined) this.logger.logError("stopped in %dms with exit 1: %s", durationMs, this.#failure);
+    else if (dirty.length > 0) {
       const list = dirty.map((w) => `worker ${w.id} (pid ${w.pid}) ${describeExit(w.exit)}`).join(", ");
       this.logger.logError("stopped in %dms with exit 1: %s", durationMs, list);
     } else this.logger.logError("stopped in %dms with exit 1 after a crash loop, so that the orchestrator restarts the process", durationMs);
@@ -188,6 +255,7 @@ export class Supervisor {
       reason: this.#startupFailure === undefined ? reason : `startup failed: ${this.#startupFailure}`, exitCode, durationMs, workers,
     };
     this.#onStarted?.reject(new Error(`the supervisor stopped before all workers were ready: ${report.reason}`));
+    await (await this.#control)?.close();
     this.#release();
     this.#finish(report);
     return report;
@@ -209,6 +277,20 @@ export class Supervisor {
 
   #retire(handle: WorkerHandle, reason: string): Promise<WorkerExit> {
     return handle.terminate(reason, this.options.shutdownTimeout, this.options.killMargin);
+  }
+
+  /** The control socket, if configured; one that cannot open is logged and left out: the service still runs. */
+  async #openControl(): Promise<ControlServer | undefined> {
+    const path = this.options.controlSocket;
+    if (path === false) return undefined;
+    try {
+      const server = await openControlSocket(path, { status: () => this.status(), reload: () => this.reload() }, this.logger);
+      this.logger.info("control socket %s (keelson status, keelson reload)", path);
+      return server;
+    } catch (error) {
+      this.logger.warn("no control socket: %s", (error as Error).message);
+      return undefined;
+    }
   }
 
   #checkAllReady(): void {

@@ -8,6 +8,8 @@ export interface ReloadReport {
   ok: boolean;
   /** Workers replaced. */
   replaced: number;
+  /** Each replacement: the slot, the old worker's pid, the new one's. */
+  workers: Array<{ id: number; from: number; to: number }>;
   durationMs: number;
   /** Why the reload stopped early, when `ok` is false. */
   error: string | undefined;
@@ -29,56 +31,63 @@ export interface ReloadHost {
  * the slot's worker, then drain the old one and wait for it to exit. The port is served
  * throughout: the old worker keeps serving until the new one listens. A replacement not ready
  * within `readyTimeout` (or that dies first) is killed, the old worker stays, and the reload stops.
+ * `slots` and `what` serve replacements of single workers too (a memory limit), logged as `what`.
  */
-export async function rollingReload(host: ReloadHost): Promise<ReloadReport> {
-  const { pool, logger } = host;
+export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = host.pool.slots, what = "reload"): Promise<ReloadReport> {
+  const { logger } = host;
   const started = performance.now();
-  const report: ReloadReport = { ok: true, replaced: 0, durationMs: 0, error: undefined };
-  logger.info("reload: replacing %d worker(s) one at a time", pool.slots.length);
-  for (const slot of pool.slots) {
+  const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined };
+  logger.info("%s: replacing %d worker(s) one at a time", what, slots.length);
+  for (const slot of slots) {
     if (host.stopping()) {
       report.ok = false;
       report.error = "the supervisor is stopping";
       break;
     }
-    const outcome = await replaceSlot(host, slot);
-    if (typeof outcome === "object") {
+    const outcome = await replaceSlot(host, slot, what);
+    if ("error" in outcome) {
       report.ok = false;
       report.error = outcome.error;
       break;
     }
-    if (outcome === "replaced") report.replaced++;
+    if (outcome.replaced !== undefined) {
+      report.replaced++;
+      report.workers.push(outcome.replaced);
+    }
   }
   report.durationMs = Math.round(performance.now() - started);
-  if (report.ok) logger.info("reload complete: %d worker(s) replaced in %dms", report.replaced, report.durationMs);
-  else logger.logError("reload stopped after %d worker(s) replaced in %dms: %s", report.replaced, report.durationMs, report.error);
+  if (report.ok) logger.info("%s complete: %d worker(s) replaced in %dms", what, report.replaced, report.durationMs);
+  else logger.logError("%s stopped after %d worker(s) replaced in %dms: %s", what, report.replaced, report.durationMs, report.error);
   return report;
 }
 
-async function replaceSlot(host: ReloadHost, slot: Slot): Promise<"replaced" | "skipped" | { error: string }> {
+type SlotOutcome = { replaced: { id: number; from: number; to: number } | undefined } | { error: string };
+
+async function replaceSlot(host: ReloadHost, slot: Slot, what: string): Promise<SlotOutcome> {
   const { pool, logger } = host;
   const old = slot.current;
   if (old === undefined || old.state !== "ready") {
     // Starting or restarting already: it comes up with the new code anyway.
-    logger.info("reload: worker %d is not serving (being restarted): skipped", slot.id);
-    return "skipped";
+    logger.info("%s: worker %d is not serving (being restarted): skipped", what, slot.id);
+    return { replaced: undefined };
   }
   const replacement = pool.fork(slot.id);
   try {
     await replacement.waitReady(host.readyTimeout);
   } catch (error) {
-    if (replacement.exit === undefined) replacement.kill("reload: replacement not ready");
+    if (replacement.exit === undefined) replacement.kill(`${what}: replacement not ready`);
     await replacement.exited;
     if (host.stopping()) return { error: "the supervisor is stopping" };
     return { error: `replacement ${replacement.name} for ${old.name}: ${(error as Error).message}; keeping the old worker` };
   }
   if (host.stopping()) return { error: "the supervisor is stopping" };
-  if (slot.current !== old && slot.current !== undefined) {
+  const restarted = slot.current;
+  if (restarted !== old && restarted !== undefined) {
     // The old worker died meanwhile and its slot was restarted already, with the new code.
-    await host.retire(replacement, `reload: slot ${slot.id} was restarted meanwhile`);
-    return "replaced";
+    await host.retire(replacement, `${what}: slot ${slot.id} was restarted meanwhile`);
+    return { replaced: { id: slot.id, from: old.pid, to: restarted.pid } };
   }
   pool.promote(slot, replacement);
-  await host.retire(old, `reload: replaced by ${replacement.name}`);
-  return "replaced";
+  await host.retire(old, `${what}: replaced by ${replacement.name}`);
+  return { replaced: { id: slot.id, from: old.pid, to: replacement.pid } };
 }

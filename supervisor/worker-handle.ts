@@ -50,6 +50,8 @@ export class WorkerHandle implements SupervisedWorker {
   state: WorkerState = "starting";
   readonly forkedAt = performance.now();
   readyAt: number | undefined;
+  /** 1 for a slot's first worker, then one more for each restart or reload replacement. */
+  generation = 1;
   #exitedAt: number | undefined;
   lastBeat = 0;
   /** What the worker said when it became ready. */

@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import type { RequestType, Requests } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import { WorkerHandle, type SupervisedWorker } from "./worker-handle.js";
@@ -10,9 +10,12 @@ export interface Slot {
   current: WorkerHandle | undefined;
   readonly backoff: Backoff;
   restartTimer: NodeJS.Timeout | undefined;
+  /** Workers forked into this slot so far (first start, restarts, reload replacements). */
+  generation: number;
+  /** Restarts after a crash. */
+  restarts: number;
 }
 
-type RequestHandler = (payload: unknown) => unknown;
 
 /** What the pool tells its owner. */
 export interface PoolEvents {
@@ -38,8 +41,10 @@ export class WorkerPool {
   readonly #options: ResolvedSupervisorOptions;
   readonly #events: PoolEvents;
   readonly #breaker: CrashBreaker;
-  readonly #handlers = new Map<string, RequestHandler>();
-  readonly #listeners = new Set<(worker: SupervisedWorker) => void>();
+  /** Integrations' request handlers and message listeners, installed on every worker as it is forked. */
+  readonly #handlers = new Map<IpcRequestType<unknown, unknown>, IpcHandler<unknown, unknown>>();
+  readonly #messageListeners: Array<(handle: WorkerHandle) => void> = [];
+  readonly #listeners = new Set<(worker: WorkerHandle) => void>();
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
 
@@ -49,17 +54,25 @@ export class WorkerPool {
     this.#breaker = new CrashBreaker(options.crashLoop);
     this.slots = Array.from({ length: options.workers }, (_, index) => ({
       id: index + 1, current: undefined, backoff: new Backoff(options.backoff), restartTimer: undefined,
+      generation: 0, restarts: 0,
     }));
   }
 
   /** Serves a request type from every worker, present and future. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): void {
-    this.#handlers.set(type, handler as RequestHandler);
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): void {
+    this.#handlers.set(type as IpcRequestType<unknown, unknown>, handler as IpcHandler<unknown, unknown>);
     for (const handle of this.live) handle.channel.handle(type, handler);
   }
 
+  /** Listens to a message type from every worker, present and future. */
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): void {
+    const install = (handle: WorkerHandle) => handle.channel.on(type, (payload) => listener(payload, handle));
+    this.#messageListeners.push(install);
+    for (const handle of this.live) install(handle);
+  }
+
   /** Calls `listener` for every live worker now and for each one forked later; returns the undo. */
-  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
+  onWorker(listener: (worker: WorkerHandle) => void): () => void {
     this.#listeners.add(listener);
     for (const handle of this.live) listener(handle);
     return () => this.#listeners.delete(listener);
@@ -75,8 +88,11 @@ export class WorkerPool {
       KEELSON_LOG_FDS: "4,5",
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
     }), logger);
+    const slot = this.slots[id - 1];
+    if (slot !== undefined) handle.generation = ++slot.generation;
     this.live.add(handle);
-    for (const [type, handler] of this.#handlers) handle.channel.handle(type as RequestType, handler as never);
+    for (const [type, handler] of this.#handlers) handle.channel.handle(type, handler);
+    for (const install of this.#messageListeners) install(handle);
     for (const listener of this.#listeners) listener(handle);
     void handle.exited.then(() => this.#onExit(handle));
     return handle;
@@ -100,6 +116,11 @@ export class WorkerPool {
     clearTimeout(slot.restartTimer);
     slot.restartTimer = undefined;
     slot.current = handle;
+  }
+
+  /** The crash-loop breaker: crashes within its window now. */
+  crashesNow(): number {
+    return this.#breaker.recent(performance.now());
   }
 
   /** Stops forking and cancels pending restarts. */
@@ -131,7 +152,9 @@ export class WorkerPool {
       handle.name, handle.describeEnd(), delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
     slot.restartTimer = setTimeout(() => {
       slot.restartTimer = undefined;
-      if (slot.current === undefined) this.start(slot);
+      if (slot.current !== undefined) return;
+      slot.restarts++;
+      this.start(slot);
     }, delay);
   }
 }

@@ -1,12 +1,14 @@
 import { spawnSync } from "node:child_process";
 import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { DEFAULT_DB_FILE } from "../examples/bookstore/database.js";
 import {
   getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
   type Stage,
 } from "./fixtures/deploy-dockerfile.js";
+import { DEFAULT_METRICS_PORT } from "../supervisor/options.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
@@ -170,6 +172,16 @@ describe("docker/Dockerfile", () => {
     expect((user?.line ?? Infinity) < (entrypoint?.line ?? 0)).toBe(true);
   });
 
+  it("gives the runtime user a writable volume at the example's SQLite folder", () => {
+    const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
+    const data = join(workdir, dirname(DEFAULT_DB_FILE));
+    const owner = getInstructions(runtime, "USER").at(-1)?.args ?? "";
+    const user = getInstructions(runtime, "USER").at(-1)?.line ?? 0;
+    const runs = getInstructions(runtime, "RUN").filter((r) => r.line < user).map((r) => r.args);
+    expect(runs.some((r) => r.includes(`mkdir -p ${data}`) && r.includes(`chown ${owner} ${data}`)), runs.join("\n")).toBe(true);
+    expect(getInstructions(runtime, "VOLUME").map((v) => v.exec ?? [v.args]).flat()).toContain(data);
+  });
+
   it("starts the supervisor CLI in exec form, with no shell or init in between and no fixed WORKERS/PORT", () => {
     for (const keyword of ["ENTRYPOINT", "CMD"]) {
       for (const instruction of getInstructions(runtime, keyword)) expect(instruction.exec, `${keyword} exec form`).toBeDefined();
@@ -186,7 +198,7 @@ describe("docker/Dockerfile", () => {
     expect(getInstructions(runtime, "STOPSIGNAL").at(-1)?.args).toBe("SIGTERM");
   });
 
-  it("has an exec-form HEALTHCHECK on /health at $PORT, and EXPOSEs the default PORT", () => {
+  it("has an exec-form HEALTHCHECK on /health at $PORT, and EXPOSEs the default PORT and the metrics port", () => {
     const check = getHealthcheck(runtime);
     expect(check?.exec, "exec form").toBeDefined();
     expect(check?.exec?.[0]).toBe("node");
@@ -200,7 +212,9 @@ describe("docker/Dockerfile", () => {
     const env = getStageEnv(runtime);
     expect(env.NODE_ENV).toBe("production");
     expect(env.PORT).toMatch(/^\d+$/);
-    expect(getInstructions(runtime, "EXPOSE").map((e) => e.args)).toContain(env.PORT);
+    const exposed = getInstructions(runtime, "EXPOSE").flatMap((e) => e.args.split(/\s+/));
+    expect(exposed).toContain(env.PORT);
+    expect(exposed).toContain(String(DEFAULT_METRICS_PORT));
   });
 });
 
@@ -218,8 +232,8 @@ describe(".dockerignore", () => {
     return result;
   };
 
-  it("keeps host node_modules, dist, git history and env files out of the build context", () => {
-    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local"]) {
+  it("keeps host node_modules, dist, git history, env files and the local database out of the build context", () => {
+    for (const path of [".git/config", "node_modules/h3/package.json", "examples/x/node_modules/a/b.js", "dist/src/index.js", ".env", ".env.local", "data/bookstore.db", "data/bookstore.db-wal"]) {
       expect(excluded(path), path).toBe(true);
     }
   });

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../src/config.js";
-import { resolveOptions } from "../supervisor/options.js";
+import { DEFAULT_METRICS_PORT, resolveOptions } from "../supervisor/options.js";
 import { getStageEnv, readDockerfile, readDuration, type Stage } from "./fixtures/deploy-dockerfile.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -16,7 +16,10 @@ const CLUSTER_SCRAPE_TIMEOUT = 2000;
 
 type Labels = Record<string, string>;
 interface Probe { httpGet?: { path: string; port: number | string }; periodSeconds?: number; timeoutSeconds?: number; failureThreshold?: number }
-interface EnvVar { name: string; value?: string; valueFrom?: { resourceFieldRef?: { containerName?: string; resource: string; divisor?: string } } }
+interface EnvVar {
+  name: string; value?: string;
+  valueFrom?: { resourceFieldRef?: { containerName?: string; resource: string; divisor?: string }; secretKeyRef?: { name: string; key: string; optional?: boolean } };
+}
 interface Container {
   name: string; image: string; env?: EnvVar[]; ports?: { name?: string; containerPort: number }[];
   resources?: { requests?: Record<string, string>; limits?: Record<string, string> };
@@ -24,20 +27,25 @@ interface Container {
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
   lifecycle?: { preStop?: unknown };
 }
+interface PolicyPort { port?: number | string; protocol?: string }
+interface PolicyRule { from?: unknown[]; ports?: PolicyPort[] }
 interface PodSpec { terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] }
 interface Manifest {
   apiVersion: string; kind: string; metadata: { name: string; labels?: Labels; annotations?: Labels };
+  type?: string; stringData?: Record<string, string>;
   spec: {
     replicas?: number; selector: { matchLabels?: Labels } & Labels; template: { metadata: { labels: Labels; annotations?: Labels }; spec: PodSpec };
     strategy?: { rollingUpdate?: { maxUnavailable?: number | string } };
     scaleTargetRef: { apiVersion: string; kind: string; name: string }; minReplicas?: number; maxReplicas: number;
     minAvailable?: number | string; maxUnavailable?: number | string; ports: { port: number; targetPort: number | string }[];
+    podSelector: { matchLabels?: Labels }; policyTypes?: string[]; ingress?: PolicyRule[];
   };
 }
 
-function loadManifests(): { file: string; doc: Manifest }[] {
+/** The applied manifests, or (`examples`) the `*.example.yaml` templates kept out of kustomization.yaml. */
+function loadManifests(examples = false): { file: string; doc: Manifest }[] {
   const out: { file: string; doc: Manifest }[] = [];
-  for (const file of readdirSync(K8S).filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml")) {
+  for (const file of readdirSync(K8S).filter((f) => /\.ya?ml$/.test(f) && f !== "kustomization.yaml" && f.endsWith(".example.yaml") === examples)) {
     for (const doc of parseAllDocuments(readFileSync(join(K8S, file), "utf8"))) {
       if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((e) => e.message).join("; ")}`);
       out.push({ file, doc: doc.toJS() as Manifest });
@@ -81,7 +89,8 @@ describe("docker/k8s", () => {
   it("parses, and kustomization.yaml lists every manifest", () => {
     const kustomization = parse(readFileSync(join(K8S, "kustomization.yaml"), "utf8")) as { resources: string[] };
     expect(kustomization.resources.toSorted()).toEqual([...new Set(manifests.map((m) => m.file))].toSorted());
-    expect(manifests.map((m) => m.doc.kind).toSorted()).toEqual(["Deployment", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Service"]);
+    expect(manifests.map((m) => m.doc.kind).toSorted())
+      .toEqual(["Deployment", "HorizontalPodAutoscaler", "NetworkPolicy", "PodDisruptionBudget", "Service"]);
   });
 
   it("labels and selectors agree: Deployment, Service and PodDisruptionBudget select the pod template", () => {
@@ -160,20 +169,63 @@ describe("docker/k8s", () => {
     }
   });
 
-  it("runs the image `make docker` tags, and Prometheus scrapes the pod's /metrics on the container port", () => {
+  it("takes DATABASE_URL from the Secret of secret.example.yaml, required, and never applies the example itself", () => {
+    const ref = env.DATABASE_URL?.valueFrom?.secretKeyRef;
+    const [secret, ...more] = loadManifests(true).filter((m) => m.doc.kind === "Secret");
+    expect(more).toEqual([]);
+    expect(secret?.file).toBe("secret.example.yaml");
+    expect(ref).toEqual({ name: secret?.doc.metadata.name, key: "DATABASE_URL" });
+    // Not optional: the HPA runs several pods, and without it each would keep its own SQLite catalogue.
+    expect(ref?.optional ?? false).toBe(false);
+    expect(new URL(secret?.doc.stringData?.DATABASE_URL ?? "").protocol).toBe("postgres:");
+    const kustomization = parse(readFileSync(join(K8S, "kustomization.yaml"), "utf8")) as { resources: string[] };
+    expect(kustomization.resources).not.toContain("secret.example.yaml");
+  });
+
+  it("runs the image `make docker` tags, and Prometheus scrapes the supervisor's metrics port, not the service port", () => {
     expect(container.image).toBe(`keelson-example:${pkg.version}`);
     const annotations = deployment.spec.template.metadata.annotations ?? {};
     expect(annotations["prometheus.io/scrape"]).toBe("true");
-    expect(Number(annotations["prometheus.io/port"])).toBe(Number(env.PORT?.value));
+    const metricsPort = Number(env.KEELSON_METRICS_PORT?.value ?? DEFAULT_METRICS_PORT);
+    expect(metricsPort).not.toBe(Number(env.PORT?.value));
+    expect(Number(annotations["prometheus.io/port"])).toBe(metricsPort);
+    expect(resolvePort("metrics")).toBe(metricsPort);
     expect(annotations["prometheus.io/path"]).toBe("/metrics");
+    // Not behind the Service: nothing that reaches the API through it reaches the metrics.
+    expect(byKind("Service").spec.ports.map((p) => resolvePort(p.targetPort))).not.toContain(metricsPort);
     expect(pod.enableServiceLinks).toBe(false);
     expect(deployment.spec.strategy?.rollingUpdate?.maxUnavailable).toBe(0);
+  });
+});
+
+/** Whether a NetworkPolicy rule's ports let traffic to `port` through (no ports: every port). */
+function opens(rule: PolicyRule, port: number): boolean {
+  return rule.ports === undefined || rule.ports.some((p) => resolvePort(p.port) === port);
+}
+
+describe("docker/k8s/networkpolicy.yaml", () => {
+  const policy = byKind("NetworkPolicy");
+  const rules = policy.spec.ingress ?? [];
+  const metricsPort = Number(env.KEELSON_METRICS_PORT?.value ?? DEFAULT_METRICS_PORT);
+
+  it("selects the pods and restricts their ingress", () => {
+    expect(policy.apiVersion).toBe("networking.k8s.io/v1");
+    expect(subsetOf(policy.spec.podSelector.matchLabels, deployment.spec.template.metadata.labels)).toBe(true);
+    expect(policy.spec.policyTypes).toContain("Ingress");
+  });
+
+  it("lets anyone reach the API port and only selected peers the metrics port", () => {
+    expect(rules.some((rule) => opens(rule, Number(env.PORT?.value)) && rule.from === undefined)).toBe(true);
+    const toMetrics = rules.filter((rule) => opens(rule, metricsPort));
+    expect(toMetrics.length).toBeGreaterThan(0);
+    for (const rule of toMetrics) expect(rule.from?.length, JSON.stringify(rule)).toBeGreaterThan(0);
   });
 });
 
 interface ComposeService {
   image?: string; build?: { context: string; dockerfile: string }; environment?: Record<string, string | number> | string[];
   ports?: string[]; stop_grace_period?: string; volumes?: string[]; command?: string[];
+  depends_on?: Record<string, { condition: string }>; healthcheck?: { test: string[] };
 }
 
 /** Compose's `${VAR:-default}` with an empty environment: the defaults. */
@@ -186,7 +238,7 @@ function serviceEnv(service: ComposeService): Record<string, string> {
 }
 
 describe("docker/compose.yaml", () => {
-  const compose = parse(readFileSync(join(ROOT, "docker/compose.yaml"), "utf8")) as { services: Record<string, ComposeService> };
+  const compose = parse(readFileSync(join(ROOT, "docker/compose.yaml"), "utf8")) as { services: Record<string, ComposeService>; volumes?: Record<string, unknown> };
   const services = compose.services;
   const [appName, app] = Object.entries(services).find(([, s]) => s.build) ?? [];
   const appEnv = serviceEnv(app ?? {});
@@ -212,7 +264,8 @@ describe("docker/compose.yaml", () => {
     expect(otlp.port).toBe("4318");
     expect(backend?.image).toMatch(/^jaegertracing\/jaeger:\d+\.\d+\.\d+$/);
     for (const [name, service] of Object.entries(services).filter(([, s]) => !s.build)) {
-      expect(service.image, name).toMatch(/^[\w./-]+:v?\d+\.\d+\.\d+$/);
+      // PostgreSQL's full version has two parts (17.6): no patch number exists to pin.
+      expect(service.image, name).toMatch(service.image?.startsWith("postgres:") ? /^postgres:\d+\.\d+$/ : /^[\w./-]+:v?\d+\.\d+\.\d+$/);
     }
 
     const [prometheusName] = Object.entries(services).find(([, s]) => s.image?.startsWith("prom/prometheus:")) ?? [];
@@ -221,9 +274,27 @@ describe("docker/compose.yaml", () => {
       global?: { scrape_timeout?: string };
       scrape_configs: { job_name: string; metrics_path?: string; static_configs: { targets: string[] }[] }[];
     };
-    const job = config.scrape_configs.find((j) => j.static_configs.some((s) => s.targets.includes(`${appName ?? ""}:${appEnv.PORT ?? ""}`)));
-    expect(job, "a job scraping the service's PORT").toBeDefined();
+    const metricsPort = appEnv.KEELSON_METRICS_PORT ?? String(DEFAULT_METRICS_PORT);
+    expect(metricsPort).not.toBe(appEnv.PORT);
+    const job = config.scrape_configs.find((j) => j.static_configs.some((s) => s.targets.includes(`${appName ?? ""}:${metricsPort}`)));
+    expect(job, "a job scraping the service's metrics port").toBeDefined();
+    // Prometheus reaches it on the compose network; the host gets the API only.
+    expect(app?.ports?.map((p) => p.split(":").at(-1))).not.toContain(metricsPort);
     expect(job?.metrics_path ?? "/metrics").toBe("/metrics");
     expect(readDuration(config.global?.scrape_timeout ?? "10s")).toBeGreaterThan(CLUSTER_SCRAPE_TIMEOUT);
+  });
+
+  it("keeps the catalogue in a PostgreSQL service: healthy before the app starts, its data on a named volume", () => {
+    const url = new URL(appEnv.DATABASE_URL ?? "");
+    expect(url.protocol).toBe("postgres:");
+    const db = services[url.hostname];
+    expect(db?.image, `service ${url.hostname}`).toMatch(/^postgres:/);
+    expect(app?.depends_on?.[url.hostname]).toEqual({ condition: "service_healthy" });
+    expect(db?.healthcheck?.test.join(" ")).toMatch(/pg_isready/);
+    const dbEnv = serviceEnv(db ?? {});
+    expect([dbEnv.POSTGRES_USER, dbEnv.POSTGRES_PASSWORD, dbEnv.POSTGRES_DB]).toEqual([url.username, url.password, url.pathname.slice(1)]);
+    const [volume, target] = db?.volumes?.find((v) => v.endsWith(":/var/lib/postgresql/data"))?.split(":") ?? [];
+    expect(compose.volumes ?? {}).toHaveProperty(volume ?? "(no volume)");
+    expect(target).toBe("/var/lib/postgresql/data");
   });
 });

@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
 import { buildApp } from "../examples/bookstore/app.js";
+import { openBookstoreDatabase } from "../examples/bookstore/database.js";
 import type { App } from "../src/index.js";
+import { openSQLite } from "../src/sql/index.js";
 import { captureLogs, requestLine } from "./helpers/logs.js";
 
 const JSON_HEADERS = { "content-type": "application/json" };
@@ -58,9 +63,9 @@ describe("the bookstore example (in-process)", () => {
   it("creates a book (201 with Location) that can then be read", async () => {
     const res = await call("/api/books", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ title: "Dune", author: "Frank Herbert", year: 1965 }) });
     expect(res.status).toBe(201);
-    expect(res.body).toEqual({ id: "b4", title: "Dune", author: "Frank Herbert", year: 1965 });
-    expect(res.headers.get("location")).toBe("/api/books/b4");
-    expect((await call("/api/books/b4")).body).toEqual(res.body);
+    expect(res.body).toEqual({ id: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/), title: "Dune", author: "Frank Herbert", year: 1965 });
+    expect(res.headers.get("location")).toBe(`/api/books/${res.body.id}`);
+    expect((await call(`/api/books/${res.body.id}`)).body).toEqual(res.body);
     expect((await call("/api/books")).body.total).toBe(4);
   });
 
@@ -97,9 +102,15 @@ describe("the bookstore example (in-process)", () => {
     expect([res.status, res.headers.get("allow")]).toEqual([405, "GET, HEAD, POST"]);
   });
 
-  it("reports health UP with the module's checker", async () => {
+  it("reports health UP when the database answers, DOWN (503) once it is closed", async () => {
+    const database = openSQLite({ file: ":memory:" });
+    app = buildApp({ logger: logs.logger }, database);
     expect(await call("/health")).toMatchObject({
-      status: 200, body: { status: "UP", service: "bookstore", checks: { catalogue: "UP" } },
+      status: 200, body: { status: "UP", service: "bookstore", checks: { database: "UP" } },
+    });
+    await database.close();
+    expect(await call("/health")).toMatchObject({
+      status: 503, body: { status: "DOWN", checks: { database: "DOWN: the database is closed" } },
     });
   });
 
@@ -118,9 +129,24 @@ describe("the bookstore example (in-process)", () => {
     ]);
   });
 
-  it("keeps a separate catalogue per app", async () => {
+  it("keeps a separate in-memory catalogue per app unless given a database", async () => {
     await call("/api/books/b1", { method: "DELETE" });
     const other = buildApp({ logger: captureLogs().logger });
     expect((await other.request("/api/books/b1")).status).toBe(200);
+  });
+
+  it("shares the catalogue of one SQLite file (BOOKSTORE_DB) between apps, seeded once", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "keelson-bookstore-"));
+    try {
+      const env = { BOOKSTORE_DB: join(dir, "data", "books.db") };
+      const [one, two] = [buildApp({ logger: captureLogs().logger }, openBookstoreDatabase(env)), buildApp({ logger: captureLogs().logger }, openBookstoreDatabase(env))];
+      const res = await one.request("/api/books", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify({ title: "Dune", author: "Frank Herbert" }) });
+      const { id } = (await res.json()) as { id: string };
+      expect(await (await two.request(`/api/books/${id}`)).json()).toEqual({ id, title: "Dune", author: "Frank Herbert" });
+      expect(((await (await two.request("/api/books")).json()) as { total: number }).total).toBe(4);
+      await Promise.all([one.close(), two.close()]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,50 +1,43 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { request } from "node:http";
-import { fileURLToPath } from "node:url";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
+import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 
 // Two real workers under the real supervisor (CLI from source), real sockets, real signals.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const COUNT = "http_request_duration_seconds_count";
 const HELLO = { method: "GET", route: "/hello", status_code: "200" };
-const live = new Set<ChildProcess>();
+const REPORT_IMPORTS = pathToFileURL(join(ROOT, "test/fixtures/report-primary-imports.mjs")).href;
 
 interface Cluster {
   port: number;
+  /** The primary's pid. */
+  pid: number;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   output(): string;
   waitFor(pattern: RegExp, count?: number, timeoutMs?: number): Promise<void>;
 }
 
-function startCluster(env: Record<string, string> = {}): Cluster {
-  const port = 20_000 + Math.floor(Math.random() * 40_000);
-  const child = spawn(process.execPath, ["--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
-    "--workers", "2", "--port", String(port), "--backoff-initial", "50"], {
-    cwd: ROOT, env: { ...process.env, NODE_ENV: "development", ...env }, stdio: ["ignore", "pipe", "pipe"],
-  });
-  live.add(child);
-  child.once("exit", () => live.delete(child));
-  let text = "";
-  child.stdout?.on("data", (chunk: Buffer) => (text += chunk.toString()));
-  child.stderr?.on("data", (chunk: Buffer) => (text += chunk.toString()));
+async function startCluster(env: Record<string, string> = {}, args: string[] = ["--metrics-port", "0"]): Promise<Cluster> {
+  const port = await freePort();
+  const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
+    "--workers", "2", "--port", String(port), "--backoff-initial", "50", ...args], { cwd: ROOT, env: { NODE_ENV: "development", ...env } });
   return {
     port,
-    output: () => text,
-    async waitFor(pattern, count = 1, timeoutMs = 30_000) {
-      const deadline = Date.now() + timeoutMs;
-      while (text.split("\n").filter((line) => pattern.test(line)).length < count) {
-        if (Date.now() > deadline) throw new Error(`no ${count}x ${pattern} within ${timeoutMs}ms:\n${text}`);
-        if (child.exitCode !== null) throw new Error(`supervisor exited (${child.exitCode}):\n${text}`);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    },
+    pid: child.pid,
+    exited: child.exited.then(({ code, signal }) => ({ code, signal })),
+    output: child.output,
+    waitFor: (pattern, count = 1, timeoutMs = 30_000) => child.waitUntil(
+      (output) => output.split("\n").filter((line) => pattern.test(line)).length >= count,
+      { timeoutMs, what: `${count}x ${pattern}` },
+    ),
   };
 }
 
-afterEach(() => {
-  for (const child of live) child.kill("SIGKILL");
-  live.clear();
-});
+afterEach(killAllChildren);
 
 /** GET on a fresh connection, so the primary's round-robin spreads requests over the workers. */
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
@@ -86,7 +79,7 @@ function workerPids(cluster: Cluster): Map<string, number> {
 
 describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   it("any worker's scrape returns the totals of both, and they never drop when a worker is killed and replaced", async () => {
-    const cluster = startCluster();
+    const cluster = await startCluster();
     await cluster.waitFor(/2 worker\(s\) ready/);
     const served = await hello(cluster.port, 60);
     expect(served.size).toBe(2);
@@ -115,7 +108,7 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   });
 
   it("a worker that exits after SIGTERM hands over its final counts, even for requests no scrape saw", async () => {
-    const cluster = startCluster();
+    const cluster = await startCluster();
     await cluster.waitFor(/2 worker\(s\) ready/);
     await scrape(cluster.port);
     const served = await hello(cluster.port, 40);
@@ -128,14 +121,14 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
   });
 
   it("a blocked worker does not fail the scrape: the other answers within the timeout, with up 0 for the blocked one", async () => {
-    const cluster = startCluster({ METRICS_CLUSTER_TIMEOUT_MS: "1000" });
+    const cluster = await startCluster({ METRICS_CLUSTER_TIMEOUT_MS: "1000" });
     await cluster.waitFor(/2 worker\(s\) ready/);
     await hello(cluster.port, 10);
     const before = await scrape(cluster.port);
     expect(before.value(COUNT, HELLO)).toBe(10);
 
     const blocked = get(cluster.port, "/block?ms=6000");
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await cluster.waitFor(/blocking its event loop/);
     const started = performance.now();
     const during = await scrape(cluster.port);
     const took = performance.now() - started;
@@ -145,5 +138,71 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
     // The blocked worker counts with what it last reported: the total does not dip.
     expect(during.value(COUNT, HELLO)).toBe(10);
     expect((await blocked).status).toBe(200);
+  });
+});
+
+/** The primary's metrics port, from its log line (the tests ask for a free one with --metrics-port 0). */
+async function metricsPortOf(cluster: Cluster): Promise<number> {
+  await cluster.waitFor(/cluster-wide metrics on http:\/\/localhost:\d+\/metrics/);
+  return Number(/cluster-wide metrics on http:\/\/localhost:(\d+)\/metrics/.exec(cluster.output())?.[1]);
+}
+
+describe("the primary's metrics port (2 real workers)", () => {
+  it("serves the totals of all workers off the public port, answers with a worker blocked or killed, and closes on SIGTERM", async () => {
+    const cluster = await startCluster({ NODE_ENV: "production", METRICS_CLUSTER_TIMEOUT_MS: "1000", NODE_OPTIONS: `--import=${REPORT_IMPORTS}` });
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    const metricsPort = await metricsPortOf(cluster);
+    expect(metricsPort).not.toBe(cluster.port);
+    // Production: nothing on the public port.
+    expect((await get(cluster.port, "/metrics")).status).toBe(404);
+    expect((await hello(cluster.port, 30)).size).toBe(2);
+
+    const first = await scrape(metricsPort);
+    expect(first.value(COUNT, HELLO)).toBe(30);
+    expect(first.find("keelson_worker_up").map((s) => s.value)).toEqual([1, 1]);
+
+    // A blocked worker: the scrape waits for it at most its timeout, and counts its last numbers.
+    const blocked = get(cluster.port, "/block?ms=5000");
+    await cluster.waitFor(/blocking its event loop/);
+    const started = performance.now();
+    const during = await scrape(metricsPort);
+    expect(performance.now() - started).toBeLessThan(4000);
+    expect(during.find("keelson_worker_up").map((s) => s.value).toSorted()).toEqual([0, 1]);
+    expect(during.value(COUNT, HELLO)).toBe(30);
+    expect((await blocked).status).toBe(200);
+
+    // A killed worker: the port still answers, and no total goes backwards.
+    const victim = workerPids(cluster).get("1")!;
+    process.kill(victim, "SIGKILL");
+    const afterKill = await scrape(metricsPort);
+    expect(afterKill.value(COUNT, HELLO)).toBe(30);
+
+    process.kill(cluster.pid, "SIGTERM");
+    expect(await cluster.exited).toEqual({ code: 0, signal: null });
+    await expect(get(metricsPort, "/metrics")).rejects.toThrow(/ECONNREFUSED/);
+    // It merged and served every scrape without prom-client: only the workers load it.
+    expect(cluster.output()).not.toMatch(/primary loaded/);
+  });
+
+  it("a taken metrics port stops the supervisor with exit 1 and says so in its last line", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const cluster = await startCluster({}, ["--metrics-port", String(port)]);
+      expect((await cluster.exited).code).toBe(1);
+      const last = cluster.output().trim().split("\n").at(-1) ?? "";
+      expect(last).toMatch(new RegExp(`exit 1: cannot serve metrics on port ${port}: already in use \\(EADDRINUSE\\); set --metrics-port`));
+    } finally {
+      taken.close();
+    }
+  });
+
+  it("--metrics-port off opens no metrics port; the App's port still serves /metrics outside production", async () => {
+    const cluster = await startCluster({}, ["--metrics-port", "off"]);
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    await hello(cluster.port, 4);
+    expect((await scrape(cluster.port)).value(COUNT, HELLO)).toBe(4);
+    expect(cluster.output()).not.toMatch(/cluster-wide metrics on/);
   });
 });

@@ -1,8 +1,13 @@
 import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
 import { describe, expect, it } from "vitest";
-import type { MetricsSnapshot, RequestType, Requests } from "../src/internal/ipc.js";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
+import { metricsCluster, metricsFinal, metricsHello, type MetricsSnapshot } from "../src/metrics/ipc.js";
 import { MetricSet } from "../src/metrics/metric-set.js";
 import { ClusterMetrics } from "../supervisor/metrics.js";
+import { serveMetricsPort } from "../supervisor/metrics-port.js";
+import { captureLogs } from "./helpers/logs.js";
 import type { SupervisedWorker, WorkerState } from "../supervisor/worker-handle.js";
 import { parseExposition } from "./fixtures/metrics-exposition.js";
 
@@ -76,12 +81,16 @@ describe("MetricSet", () => {
 class FakeWorker implements SupervisedWorker {
   state: WorkerState = "ready";
   snapshot: MetricsSnapshot | null;
+  /** Snapshot requests received. */
+  asked = 0;
   readonly channel: SupervisedWorker["channel"];
   constructor(readonly id: number, readonly pid: number, snapshot: MetricsSnapshot | null) {
     this.snapshot = snapshot;
     this.channel = {
       request: (_type: string, _payload: unknown, timeoutMs: number) => new Promise((resolve, reject) => {
-        if (this.snapshot !== null) resolve({ snapshot: this.snapshot });
+        this.asked++;
+        // Answers on a later turn, as over IPC: scrapes that arrive meanwhile overlap this one.
+        if (this.snapshot !== null) setTimeout(resolve, 20, { snapshot: this.snapshot });
         else setTimeout(() => reject(new Error(`timed out after ${timeoutMs}ms`)), timeoutMs);
       }),
     } as unknown as SupervisedWorker["channel"];
@@ -89,10 +98,10 @@ class FakeWorker implements SupervisedWorker {
 }
 
 class FakeHost {
-  readonly handlers = new Map<string, (payload: never) => unknown>();
+  readonly handlers = new Map<IpcRequestType<unknown, unknown>, (payload: never) => unknown>();
   readonly listeners: Array<(worker: SupervisedWorker) => void> = [];
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => unknown): void {
-    this.handlers.set(type, handler as (payload: never) => unknown);
+  handle<P, R>(type: IpcRequestType<P, R>, handler: (payload: P) => unknown): void {
+    this.handlers.set(type as IpcRequestType<unknown, unknown>, handler as (payload: never) => unknown);
   }
   onWorker(listener: (worker: SupervisedWorker) => void): () => void {
     this.listeners.push(listener);
@@ -103,12 +112,12 @@ class FakeHost {
     return worker;
   }
   async scrape(timeoutMs = 100) {
-    const handler = this.handlers.get("metrics:cluster") as (p: Requests["metrics:cluster"][0]) => Promise<Requests["metrics:cluster"][1]>;
+    const handler = this.handlers.get(metricsCluster as IpcRequestType<unknown, unknown>) as (p: { timeoutMs: number }) => Promise<{ text: string }>;
     const { text } = await handler({ timeoutMs });
     return parseExposition(text);
   }
   final(pid: number, snapshot: MetricsSnapshot): void {
-    (this.handlers.get("metrics:final") as (p: Requests["metrics:final"][0]) => unknown)({ pid, snapshot });
+    (this.handlers.get(metricsFinal as IpcRequestType<unknown, unknown>) as (p: { pid: number; snapshot: MetricsSnapshot }) => unknown)({ pid, snapshot });
   }
 }
 
@@ -181,5 +190,77 @@ describe("ClusterMetrics (the supervisor's side)", () => {
     const metrics = await host.scrape();
     expect(metrics.value("keelson_worker_up", { worker: "1" })).toBe(0);
     expect(metrics.value("jobs_total", { kind: "a" })).toBe(2);
+  });
+});
+
+/** A FakeHost with what the metrics port needs: options, messages from workers, fail() and finished. */
+class PortHost extends FakeHost {
+  readonly logs = captureLogs();
+  readonly logger = this.logs.logger;
+  readonly options: { metricsPort: number | false; metricsHost: string | undefined };
+  readonly failures: string[] = [];
+  stopping = false;
+  readonly finished: Promise<void>;
+  stop!: () => void;
+  readonly messageListeners: Array<(payload: never, worker: SupervisedWorker) => void> = [];
+  constructor(metricsPort: number | false) {
+    super();
+    this.options = { metricsPort, metricsHost: "127.0.0.1" };
+    this.finished = new Promise((resolve) => (this.stop = resolve));
+  }
+  onMessage<P>(_type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): void {
+    this.messageListeners.push(listener as (payload: never, worker: SupervisedWorker) => void);
+  }
+  fail(reason: string): void {
+    this.failures.push(reason);
+  }
+  hello(worker: SupervisedWorker): void {
+    for (const listener of this.messageListeners) listener({ pid: worker.pid, timeoutMs: 500 } as never, worker);
+  }
+  async url(): Promise<string> {
+    const deadline = performance.now() + 5000;
+    for (;;) {
+      const line = this.logs.lines().find((l) => l.includes("cluster-wide metrics on"));
+      if (line !== undefined) return /http:\/\/\S+\/metrics/.exec(line)?.[0] ?? "";
+      if (performance.now() > deadline) throw new Error("the metrics port did not open");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  }
+}
+
+describe("the primary's metrics port (in-process, real socket)", () => {
+  it("opens on the first worker's hello, lets concurrent scrapes share one merge, and closes when the supervisor stops", async () => {
+    const host = new PortHost(0);
+    serveMetricsPort(host, new ClusterMetrics().install(host));
+    expect(metricsHello.name).toBe("metrics:hello");
+    const worker = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
+    expect(host.logs.lines().join("\n")).not.toMatch(/cluster-wide metrics/);
+    host.hello(worker);
+    const url = await host.url();
+    const scrapes = await Promise.all([fetch(url), fetch(url), fetch(url)]);
+    for (const res of scrapes) expect(parseExposition(await res.text()).value("jobs_total", { kind: "a" })).toBe(3);
+    expect(worker.asked).toBe(1);
+    host.stop();
+    await expect.poll(() => fetch(url).then(() => "open", () => "closed")).toBe("closed");
+    expect(host.failures).toEqual([]);
+  });
+
+  it("a taken port fails the supervisor with the port and what to set; off opens nothing", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const host = new PortHost(port);
+      serveMetricsPort(host, new ClusterMetrics().install(host));
+      host.hello(host.fork(new FakeWorker(1, 101, [])));
+      await expect.poll(() => host.failures).toEqual([
+        `cannot serve metrics on 127.0.0.1:${port}: already in use (EADDRINUSE); set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`,
+      ]);
+    } finally {
+      taken.close();
+    }
+    const off = new PortHost(false);
+    serveMetricsPort(off, new ClusterMetrics().install(off));
+    expect(off.messageListeners).toHaveLength(0);
   });
 });

@@ -6,6 +6,7 @@ import {
   HTTP_SERVER_DURATION_BUCKETS, PROMETHEUS_CONTENT_TYPE, RequestHistogram, definePrometheus, normalizeMethod,
   type PrometheusOptions,
 } from "../src/metrics/index.js";
+import { listenOn } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
 
@@ -175,5 +176,65 @@ describe("definePrometheus", () => {
     expect(metrics.value(`${DURATION}_count`, labels)).toBe(1);
     expect(metrics.value(`${DURATION}_sum`, labels)).toBeGreaterThanOrEqual(0.055);
     expect(metrics.value(`${DURATION}_bucket`, { ...labels, le: "0.05" })).toBe(0);
+  });
+});
+
+describe("metrics off the public port", () => {
+  it("in production the App's own port has no /metrics unless asked for, and the scrape never carries CORS headers", async () => {
+    const { app, prometheus } = buildApp({}, { env: "production" });
+    expect((await app.request("/metrics")).status).toBe(404);
+    expect(app.routes.some((r) => r.path === "/metrics")).toBe(false);
+    // Still recording: the numbers are there for a scrape on the metrics port.
+    await app.request("/books/1");
+    expect(countOf(parseExposition(await prometheus.readExposition()), { method: "GET", route: "/books/:id", status_code: "200" })).toBe(1);
+
+    const { app: opted } = buildApp({ serveOnAppPort: true }, { env: "production", cors: { origin: "*" } });
+    const res = await opted.request("/metrics", { headers: { origin: "https://evil.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    // Other routes keep the App's CORS policy.
+    expect((await opted.request("/books/1", { headers: { origin: "https://evil.example" } })).headers.get("access-control-allow-origin")).toBe("*");
+  });
+
+  it("outside production the App's port serves it by default, and serveOnAppPort: false turns it off", async () => {
+    expect((await buildApp({}, { env: "development" }).app.request("/metrics")).status).toBe(200);
+    expect((await buildApp({ serveOnAppPort: false }, { env: "development" }).app.request("/metrics")).status).toBe(404);
+  });
+
+  it("definePrometheus({ port }) serves a listener of its own, opened by listen() and closed by the shutdown (real sockets)", async () => {
+    const { app, prometheus } = buildApp({ port: 0, host: "127.0.0.1" }, { env: "production", port: 0 });
+    expect(prometheus.listener).toBeUndefined();
+    const server = await listenOn(app);
+    const metricsPort = prometheus.listener?.port;
+    expect(metricsPort).toBeGreaterThan(0);
+    expect(metricsPort).not.toBe(server.port);
+    expect((await server.fetch("/books/1")).status).toBe(200);
+    expect((await server.fetch("/metrics")).status).toBe(404);
+
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { headers: { origin: "https://evil.example" } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe(PROMETHEUS_CONTENT_TYPE);
+    expect(res.headers.get("access-control-allow-origin")).toBeNull();
+    expect(countOf(parseExposition(await res.text()), { method: "GET", route: "/books/:id", status_code: "200" })).toBe(1);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/other`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/metrics`, { method: "POST" })).status).toBe(405);
+
+    // A scraper's keep-alive connection must not hold the shutdown.
+    const report = await server.stop();
+    expect(report.clean).toBe(true);
+    expect(prometheus.listener).toBeUndefined();
+    await expect(fetch(`http://127.0.0.1:${metricsPort}/metrics`)).rejects.toThrow();
+  });
+
+  it("a taken metrics port fails listen() with the reason", async () => {
+    const { app: first, prometheus } = buildApp({ port: 0, host: "127.0.0.1" }, { port: 0 });
+    const running = await listenOn(first);
+    const { app: second } = buildApp({ port: prometheus.listener?.port, host: "127.0.0.1" }, { port: 0 });
+    await expect(second.listen()).rejects.toThrow(/cannot serve metrics on 127\.0\.0\.1:\d+: already in use \(EADDRINUSE\)/);
+    await running.stop();
+  });
+
+  it("rejects an invalid port at definition", () => {
+    expect(() => definePrometheus({ port: 70_000 })).toThrow("port must be an integer from 0 to 65535, got 70000");
   });
 });

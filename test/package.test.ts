@@ -1,23 +1,13 @@
 // The package as a user gets it: `npm pack` of a fresh copy of the repository (its prepack builds),
 // the tarball installed into a new project, a service compiled there with strict tsc, run under
 // the `keelson` command. Slow (a build and an npm install): every step has a generous timeout.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
-
-const ROOT = resolve(import.meta.dirname, "..");
+import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./helpers/pack.js";
 const SLOW = 600_000;
-
-/** The tsconfig docs/getting-started.md recommends: the first JSON block of its "Add keelson" section. */
-function readRecommendedTsconfig(): { compilerOptions: Record<string, unknown> } {
-  const page = readFileSync(join(ROOT, "docs", "getting-started.md"), "utf8");
-  const section = page.slice(page.indexOf("## Add keelson to your own project"));
-  const block = /```json\n([\s\S]*?)\n```/.exec(section)?.[1];
-  if (block === undefined) throw new Error("docs/getting-started.md: no tsconfig block under \"Add keelson to your own project\"");
-  return JSON.parse(block) as { compilerOptions: Record<string, unknown> };
-}
 
 const RECOMMENDED_TSCONFIG = readRecommendedTsconfig();
 
@@ -35,16 +25,6 @@ app.group("/api").route(get("/hello/:name", (ctx) => {
 await app.listen();
 `;
 
-/** Runs a command to its end; rejects with its output when it fails. */
-async function run(command: string, args: string[], cwd: string): Promise<string> {
-  const child = spawnChild([command, ...args], { cwd, env: { npm_config_update_notifier: "false" } });
-  const { code } = await child.exited;
-  if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited ${code}:\n${child.output()}`);
-  return child.output();
-}
-
-const npm = (args: string[], cwd: string) => run("npm", [...args, "--no-audit", "--no-fund", "--prefer-offline"], cwd);
-
 function filesUnder(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" });
 }
@@ -58,14 +38,7 @@ let compiled = false;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "keelson-package-"));
-  // A fresh clone: the tracked sources without dist/ or node_modules/ (those are linked, not installed).
-  const repo = join(work, "repo");
-  await run("sh", ["-c", `mkdir -p "${repo}" && tar --exclude=./node_modules --exclude=./dist --exclude=./.git -cf - . | tar -xf - -C "${repo}"`], ROOT);
-  symlinkSync(join(ROOT, "node_modules"), join(repo, "node_modules"), "dir");
-  await npm(["pack", "--pack-destination", work], repo);
-  const packed = readdirSync(work).filter((f) => f.endsWith(".tgz"));
-  expect(packed).toHaveLength(1);
-  tarball = join(work, packed[0]!);
+  tarball = await packKeelson(work);
   unpacked = join(work, "unpacked");
   await run("sh", ["-c", `mkdir -p "${unpacked}" && tar -xzf "${tarball}" -C "${unpacked}"`], work);
 

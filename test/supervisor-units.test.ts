@@ -8,6 +8,7 @@ import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
 import { parseCli } from "../supervisor/cli-args.js";
+import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
 
@@ -20,6 +21,13 @@ function usageError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
   return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
 }
 
+/** The parsed `keelson status|reload …`. */
+function control(argv: string[], env: NodeJS.ProcessEnv = {}) {
+  const cli = parseCli(argv, env);
+  if (cli.command !== "control") throw new Error(`not a control command: ${JSON.stringify(cli)}`);
+  return cli.control;
+}
+
 function runCli(...args: string[]) {
   return spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
     cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
@@ -28,16 +36,18 @@ function runCli(...args: string[]) {
 
 describe("supervisor options", () => {
   it("documents its defaults", () => {
-    const saved = { WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY };
-    delete process.env.WORKERS;
-    delete process.env.WEB_CONCURRENCY;
+    const saved = {
+      WORKERS: process.env.WORKERS, WEB_CONCURRENCY: process.env.WEB_CONCURRENCY,
+      KEELSON_METRICS_PORT: process.env.KEELSON_METRICS_PORT, KEELSON_METRICS_HOST: process.env.KEELSON_METRICS_HOST,
+    };
+    for (const name of Object.keys(saved)) delete process.env[name];
     try {
       const options = resolveOptions({ entry: ENTRY });
       expect(options).toMatchObject({
         workers: availableParallelism(), port: undefined, args: [], execArgv: process.execArgv, readyTimeout: 30_000,
         shutdownTimeout: 10_000, killMargin: 1000, heartbeatInterval: 1000, watchdogTimeout: 10_000,
         backoff: { initial: 100, max: 10_000, resetAfter: 30_000 }, crashLoop: { maxCrashes: 10, window: 60_000 },
-        handleSignals: true, exitProcess: true,
+        handleSignals: true, exitProcess: true, metricsPort: 9464, metricsHost: undefined,
       });
     } finally {
       for (const [name, value] of Object.entries(saved)) if (value !== undefined) process.env[name] = value;
@@ -57,6 +67,8 @@ describe("supervisor options", () => {
     expect(() => resolveOptions({ entry: ENTRY, port: 70_000 })).toThrow("port must be an integer from 0 to 65535");
     expect(() => resolveOptions({ entry: ENTRY, watchdogTimeout: 500, heartbeatInterval: 1000 })).toThrow("must exceed heartbeatInterval");
     expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
+    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow('metricsPort must be a port from 0 to 65535, or off, got "-1"');
+    expect(resolveOptions({ entry: ENTRY, metricsPort: false }).metricsPort).toBe(false);
   });
 });
 
@@ -78,16 +90,45 @@ describe("supervisor command line", () => {
     expect(parseCli(["start", ENTRY, "--workers", "5"], { WORKERS: "2" })).toMatchObject({ options: { workers: 5 } });
   });
 
+  it("takes the metrics port and address from flags, else KEELSON_METRICS_PORT / KEELSON_METRICS_HOST; off turns it off", () => {
+    expect(parseCli(["start", ENTRY, "--metrics-port", "9100", "--metrics-host", "10.1.2.3"], {}))
+      .toMatchObject({ options: { metricsPort: 9100, metricsHost: "10.1.2.3" } });
+    expect(parseCli(["start", ENTRY, "--metrics-port", "off"], { KEELSON_METRICS_PORT: "9100" })).toMatchObject({ options: { metricsPort: false } });
+    expect(parseCli(["start", ENTRY], { KEELSON_METRICS_PORT: "0", KEELSON_METRICS_HOST: "::1" }))
+      .toMatchObject({ options: { metricsPort: 0, metricsHost: "::1" } });
+    expect(parseCli(["start", ENTRY], {})).toMatchObject({ options: { metricsPort: undefined, metricsHost: undefined } });
+    expect(usageError(["start", ENTRY, "--metrics-port", "metrics"])).toBe('--metrics-port must be a port from 0 to 65535, or off, got "metrics"');
+    expect(usageError(["start", ENTRY], { KEELSON_METRICS_PORT: "99999" })).toBe('KEELSON_METRICS_PORT must be a port from 0 to 65535, or off, got "99999"');
+  });
+
   it("answers help and names what is wrong otherwise", () => {
     expect(parseCli([])).toEqual({ command: "help" });
     expect(parseCli(["--help"])).toEqual({ command: "help" });
-    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start)');
+    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload, client, new)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
     expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
     expect(usageError(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
     expect(usageError(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
     expect(usageError(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
+  });
+
+  it("status and reload: the socket of this folder and PORT unless --socket or KEELSON_CONTROL_SOCKET names one", () => {
+    const here = defaultControlSocket(process.cwd(), 4000, {});
+    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, json: false, watchMs: undefined });
+    expect(control(["status", "-p", "4000", "--json"])).toMatchObject({ socket: here, json: true });
+    expect(control(["status"]).socket).toBe(defaultControlSocket(process.cwd(), 3000, {}));
+    expect(control(["status", "--port", "4001"]).socket).not.toBe(here);
+    expect(control(["status", "--watch"]).watchMs).toBe(2000);
+    expect(control(["status", "--interval", "500"]).watchMs).toBe(500);
+    expect(control(["reload", "--socket", "/run/x.sock"], { KEELSON_CONTROL_SOCKET: "/run/y.sock" }).socket).toBe("/run/x.sock");
+    expect(control(["reload"], { KEELSON_CONTROL_SOCKET: "/run/y.sock" })).toEqual({ command: "reload", socket: "/run/y.sock", json: false, watchMs: undefined });
+    expect(defaultControlSocket("/srv/a", 3000, { XDG_RUNTIME_DIR: "/run/user/1000" })).toMatch(/^\/run\/user\/1000\/keelson\/[0-9a-f]{16}\.sock$/);
+    expect(usageError(["reload", "--watch"])).toBe("--watch and --interval are for keelson status");
+    expect(usageError(["status", "--port", "http"])).toBe('--port expects an integer from 0 to 65535, got "http"');
+    expect(usageError(["status", "--interval", "5"])).toBe('--interval expects milliseconds >= 100, got "5"');
+    expect(usageError(["status", "extra"])).toBe("unexpected argument(s): extra");
+    expect(parseCli(["status", "--help"])).toEqual({ command: "help" });
   });
 
   it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {

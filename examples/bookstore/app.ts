@@ -1,6 +1,7 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
+import { defineDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";
 
@@ -40,8 +41,12 @@ const apiVersion: Middleware = function apiVersion(event) {
   event.res.headers.set("x-api-version", "1");
 };
 
-/** Builds the example bookstore: a module inside a group, a translator, a scheduler, a health checker. */
-export function buildApp(config: KConfig = {}): App {
+/**
+ * Builds the example bookstore: a module inside a group, a translator, a scheduler, a database
+ * with its health checker. `database` defaults to a private in-memory SQLite database (tests);
+ * main.ts passes the shared one (`openBookstoreDatabase()`).
+ */
+export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLite({ file: ":memory:" })): App {
   const app = new App({
     serviceName: "bookstore",
     version: process.env.npm_package_version ?? "1.0.0",
@@ -58,12 +63,16 @@ export function buildApp(config: KConfig = {}): App {
     },
     shutdownDelay: Number(process.env.KEELSON_SHUTDOWN_DELAY_MS ?? 0),
     shutdownTimeout: Number(process.env.KEELSON_SHUTDOWN_TIMEOUT_MS ?? 10_000),
+    // A worker whose event loop runs half a second late is saturated: 503 + Retry-After beats a timeout.
+    loadShedding: { maxEventLoopDelay: 500 },
     ...config,
   });
   app.setTranslator(translator);
   setupTelemetry(app);
   app.registerScheduler(new HeartbeatScheduler());
-  app.group("/api", apiVersion).use(booksModule);
+  // /health runs SELECT 1; the connection closes in a shutdown hook.
+  app.use(defineDatabaseModule(database));
+  app.group("/api", apiVersion).use(booksModule(database));
   app.route(
     get("/hello", { query: HelloQuery, responses: { 200: Greeting } }, (ctx) => ({
       message: ctx.t("greeting", ctx.query.name ?? "world"),

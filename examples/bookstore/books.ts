@@ -1,11 +1,11 @@
+import { randomUUID } from "node:crypto";
 import { z } from "zod";
-import {
-  InMemoryRepository, created, del, get, notFound, post, put, type Controller, type Module, type Route,
-} from "../../src/index.js";
+import { created, del, get, notFound, post, put, type Controller, type Module, type Repository, type Route } from "../../src/index.js";
+import { defineSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
 
 export const Book = z
   .object({
-    id: z.string().describe("Identifier, e.g. `b1`"),
+    id: z.string().describe("Identifier: `b1`…`b3` for the seed, a UUID for books added since"),
     title: z.string().min(1).max(200),
     author: z.string().min(1).max(200),
     year: z.number().int().min(0).max(3000).optional(),
@@ -37,39 +37,55 @@ const SEED: Book[] = [
   { id: "b3", title: "Release It!", author: "Michael Nygard", year: 2007 },
 ];
 
-/** The bookstore's routes, on the embedded in-memory repository. */
+/**
+ * The catalogue table, seeded with three books in the transaction that creates it: once per
+ * database, however many workers start at once.
+ */
+export function defineBooksRepository(db: SQLDatabase) {
+  return defineSQLRepository<Book>(db, {
+    table: "books",
+    columns: { id: "text", title: "text", author: "text", year: "integer?" },
+    seed: SEED,
+  });
+}
+
+/** The bookstore's routes on a repository shared by every worker (the database is). */
 export class BooksController implements Controller {
-  readonly #books = new InMemoryRepository<Book>((b) => b.id, SEED);
-  #next = SEED.length + 1;
+  readonly #books: Repository<Book, string>;
+
+  constructor(books: Repository<Book, string>) {
+    this.#books = books;
+  }
 
   routes(): Route[] {
     const books = this.#books;
     return [
-      get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(undefined, ctx.pagination()))
+      get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(ctx.event.req.signal, ctx.pagination()))
         .tag("books")
         .describe("List books", "Offset pagination: out-of-range `page` and `limit` are clamped; non-numbers are a 422."),
       get("/books/:id", { params: BookId, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
-        const book = await books.findById(undefined, ctx.params.id);
+        const book = await books.findById(ctx.event.req.signal, ctx.params.id);
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);
         return book;
       })
         .tag("books")
         .describe("Get one book"),
       post("/books", { body: NewBook, responses: { 201: { schema: Book, description: "The new book; `Location` names it" } } }, async (ctx) => {
-        const book: Book = { id: `b${this.#next++}`, ...ctx.body };
-        return created(await books.create(undefined, book), `/api/books/${book.id}`);
+        // Unique without coordination: every worker (and pod) creates books at once.
+        const book: Book = { id: randomUUID(), ...ctx.body };
+        return created(await books.create(ctx.event.req.signal, book), `/api/books/${book.id}`);
       })
         .tag("books")
         .describe("Add a book"),
       put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
-        const book = await books.update(undefined, ctx.params.id, { id: ctx.params.id, ...ctx.body });
+        const book = await books.update(ctx.event.req.signal, ctx.params.id, { id: ctx.params.id, ...ctx.body });
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);
         return book;
       })
         .tag("books")
         .describe("Replace a book"),
       del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" }, 404: { description: "No book with this id" } } }, async (ctx) => {
-        if (!(await books.delete(undefined, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
+        if (!(await books.delete(ctx.event.req.signal, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
       })
         .tag("books")
         .describe("Delete a book"),
@@ -77,12 +93,17 @@ export class BooksController implements Controller {
   }
 }
 
-/** A module: installs the catalogue health check and the books controller on whatever router it gets. */
-export const booksModule: Module = {
-  name: "books",
-  register(router) {
-    const controller = new BooksController();
-    router.registerController(controller);
-    router.app.registerHealthChecker({ name: "catalogue", check: () => undefined });
-  },
-};
+/**
+ * A module: the books controller on whatever router it gets. Startup waits for the table (created
+ * and seeded if missing), so a worker never serves before its schema exists.
+ */
+export function booksModule(db: SQLDatabase): Module {
+  return {
+    name: "books",
+    register(router) {
+      const books = defineBooksRepository(db);
+      router.registerController(new BooksController(books));
+      return books.init();
+    },
+  };
+}

@@ -1,6 +1,8 @@
 import { buildApp } from "./app.js";
+import { openBookstoreDatabase } from "./database.js";
 
-const app = buildApp();
+// One database for every worker: the SQLite file (or PostgreSQL with DATABASE_URL).
+const app = buildApp({}, openBookstoreDatabase());
 try {
   await app.listen();
 } catch (error) {

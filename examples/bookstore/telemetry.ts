@@ -2,7 +2,8 @@ import type { App } from "../../src/index.js";
 import { definePrometheus } from "../../src/metrics/index.js";
 
 /**
- * Metrics always (GET /metrics, cluster-wide under the supervisor); traces when the standard
+ * Metrics always (GET /metrics on the supervisor's metrics port, cluster-wide; on the App's port
+ * too outside production); traces when the standard
  * `OTEL_EXPORTER_OTLP_ENDPOINT` (or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set: spans are
  * batched and sent over OTLP/HTTP, and flushed by a shutdown hook within the shutdown budget.
  */

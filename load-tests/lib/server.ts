@@ -13,6 +13,8 @@ export interface LaunchSpec {
   pinCpu: number | null;
   logDir: string;
   cwd: string;
+  /** Extra environment of the server process. */
+  env?: Record<string, string>;
 }
 
 export interface ServerHandle {
@@ -32,7 +34,7 @@ function launch(spec: LaunchSpec, port: number): Child {
   return spawnChild(spec.pinCpu === null ? node : ["taskset", "-c", String(spec.pinCpu), ...node], {
     cwd: spec.cwd,
     output: "file",
-    env: { PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
+    env: { ...spec.env, PORT: String(port), HOST: "127.0.0.1", NODE_ENV: "production", BENCH_LOG_DIR: spec.logDir },
   });
 }
 

@@ -3,14 +3,15 @@
 // built example (make build first): node dist/supervisor/cli.js start dist/examples/bookstore/main.js
 //   node --import tsx load-tests/bench.ts supervisor [--duration 10] [--connections 50] [--runs 3] [--root DIR]
 // Prints a Markdown report (the `## Supervisor` section of BENCHMARKS.md comes from it).
-import autocannon, { type Result } from "autocannon";
-import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, openSync, readFileSync, readSync } from "node:fs";
-import { request } from "node:http";
-import { cpus, tmpdir } from "node:os";
-import { join } from "node:path";
+import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { killAllChildren } from "../../test/helpers/child.js";
+import { startCluster, type Cluster } from "../lib/cluster.js";
+import { sleep } from "../lib/http.js";
+import { LoadClient } from "../lib/load-client.js";
+import { choosePinning, readRssMb } from "../lib/machine.js";
+import { median as medianOrNull } from "../lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
@@ -20,140 +21,53 @@ const { values } = parseArgs({
     root: { type: "string", default: ROOT },
   },
 });
-const BUILD = values.root.endsWith("/") ? values.root : `${values.root}/`;
 const DURATION = Number(values.duration);
 const CONNECTIONS = Number(values.connections);
 const RUNS = Number(values.runs);
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (xs: number[]) => {
-  const sorted = xs.toSorted((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? (sorted[mid] ?? 0) : ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
-};
+const median = (xs: number[]): number => medianOrNull(xs) ?? 0;
+process.on("exit", killAllChildren);
+const pinning = choosePinning();
+const client = new LoadClient(pinning.load, ROOT);
 
-// Every supervisor started here is SIGKILLed with its workers (own process group) if this script ends early.
-const spawned = new Set<ChildProcess>();
-process.on("exit", () => {
-  for (const child of spawned) {
-    try {
-      if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-    } catch {
-      // Already gone.
-    }
-  }
-});
-process.on("uncaughtException", (error) => {
-  console.error(error);
-  process.exit(1);
-});
-process.on("unhandledRejection", (error) => {
-  console.error(error);
-  process.exit(1);
-});
-
-interface Cluster {
-  child: ChildProcess;
-  port: number;
-  text: () => string;
-  waitFor: (pattern: RegExp, from: number, timeoutMs?: number) => Promise<number>;
-}
-
-/** Starts the built supervisor on the built example bookstore, in production mode (JSON logs, no docs). */
-async function startCluster(workers: number): Promise<Cluster> {
-  const port = 20_000 + Math.floor(Math.random() * 40_000);
-  if (!existsSync(`${BUILD}dist/supervisor/cli.js`)) throw new Error(`${BUILD}dist/ is missing: run make build first`);
-  const logFile = join(mkdtempSync(join(tmpdir(), "keelson-bench-")), "supervisor.log");
-  const fd = openSync(logFile, "w+");
-  const child = spawn(process.execPath, ["dist/supervisor/cli.js", "start", "dist/examples/bookstore/main.js",
-    "--workers", String(workers), "--port", String(port)], { cwd: BUILD, env: { ...process.env, NODE_ENV: "production" }, stdio: ["ignore", fd, "inherit"], detached: true });
-  spawned.add(child);
-  child.once("exit", () => spawned.delete(child));
-  let text = "";
-  let offset = 0;
-  // Read the log file incrementally, keeping only the supervisor's lines: parsing every request
-  // line here would take CPU from autocannon, which runs in this process.
-  const refresh = () => {
-    const chunk = Buffer.alloc(1 << 20);
-    for (let n = readSync(fd, chunk, 0, chunk.length, offset); n > 0; n = readSync(fd, chunk, 0, chunk.length, offset)) {
-      offset += n;
-      for (const line of chunk.subarray(0, n).toString().split("\n")) if (/worker|reload/.test(line)) text += line + "\n";
-    }
-    return text;
-  };
-  const cluster: Cluster = {
-    child, port, text: refresh,
-    async waitFor(pattern, from, timeoutMs = 30_000) {
-      const deadline = performance.now() + timeoutMs;
-      while (performance.now() < deadline) {
-        if (pattern.test(refresh().slice(from))) return performance.now();
-        await sleep(2);
-      }
-      throw new Error(`timed out waiting for ${pattern}`);
-    },
-  };
-  await cluster.waitFor(/worker\(s\) ready in/, 0);
-  return cluster;
-}
-
-async function stopCluster(cluster: Cluster): Promise<void> {
-  const exited = new Promise((resolve) => cluster.child.once("exit", resolve));
-  cluster.child.kill("SIGTERM");
-  await exited;
-}
+/** The built supervisor on the built example bookstore, in production mode (JSON logs, no docs). */
+const cluster = (workers: number): Promise<Cluster> =>
+  startCluster({ cwd: values.root, entry: "dist/examples/bookstore/main.js", workers, pinCpu: null });
 
 /** Status of GET /hello on a fresh connection; 0 when the connection fails. */
-function hello(port: number): Promise<number> {
-  return new Promise((resolve) => {
-    request({ host: "127.0.0.1", port, path: "/hello", agent: false }, (res) => {
-      res.resume();
-      res.on("end", () => resolve(res.statusCode ?? 0));
-    }).on("error", () => resolve(0)).end();
-  });
-}
+const hello = (origin: string): Promise<number> =>
+  fetch(`${origin}/hello`, { headers: { connection: "close" } }).then(async (res) => (await res.arrayBuffer(), res.status), () => 0);
 
-function load(port: number, seconds: number): Promise<Result> {
-  return new Promise((resolve, reject) => {
-    autocannon({ url: `http://127.0.0.1:${port}/hello`, connections: CONNECTIONS, pipelining: 1, duration: seconds },
-      (error, result) => (error ? reject(error) : resolve(result)));
-  });
-}
-
-function workerPids(cluster: Cluster): Map<number, number> {
-  const pids = new Map<number, number>();
-  for (const match of cluster.text().matchAll(/worker (\d+) \(pid (\d+)\) ready/g)) pids.set(Number(match[1]), Number(match[2]));
-  return pids;
-}
-
-function rssMB(pid: number | undefined): number {
-  const line = readFileSync(`/proc/${pid}/status`, "utf8").split("\n").find((l) => l.startsWith("VmRSS:"));
-  return Number(/(\d+)/.exec(line ?? "")?.[1] ?? 0) / 1024;
-}
+const load = (origin: string, durationSec: number) => client.run({
+  origin, requests: [{ method: "GET", path: "/hello" }], durationSec, connections: CONNECTIONS, pipelining: 1, measureCpu: false,
+});
 
 async function throughput(workers: number): Promise<{ rps: number; p50: number; p99: number; errors: number; non2xx: number }> {
-  const cluster = await startCluster(workers);
-  await load(cluster.port, 2);
-  const result = await load(cluster.port, DURATION);
-  await stopCluster(cluster);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, errors: result.errors, non2xx: result.non2xx };
+  const running = await cluster(workers);
+  await load(running.origin, 2);
+  const result = await load(running.origin, DURATION);
+  await running.stop();
+  return { rps: result.reqPerSec, p50: result.p50Ms, p99: result.p99Ms, errors: result.errors, non2xx: result.non2xx };
 }
 
-async function replaceKilled(cluster: Cluster): Promise<{ ready: number; serving: number }> {
-  const victim = workerPids(cluster).get(1);
+async function replaceKilled(running: Cluster): Promise<{ ready: number; serving: number }> {
+  const victim = running.workers().get(1);
   if (victim === undefined) throw new Error("no worker 1");
-  const mark = cluster.text().length;
+  const mark = running.log().length;
   const killed = performance.now();
   process.kill(victim, "SIGKILL");
-  const ready = await cluster.waitFor(/worker 1 \(pid \d+\) ready/, mark);
+  await running.waitFor(/worker 1 \(pid \d+\) ready/, mark);
+  const ready = performance.now();
   // Both slots filled again: the next connections alternate between them, all answered.
-  for (let i = 0; i < 4; i++) if ((await hello(cluster.port)) !== 200) throw new Error("a request failed after the replacement");
+  for (let i = 0; i < 4; i++) if ((await hello(running.origin)) !== 200) throw new Error("a request failed after the replacement");
   return { ready: ready - killed, serving: performance.now() - killed };
 }
 
-async function rollingReload(cluster: Cluster): Promise<number> {
-  const mark = cluster.text().length;
+async function rollingReload(running: Cluster): Promise<number> {
+  const mark = running.log().length;
   const started = performance.now();
-  cluster.child.kill("SIGHUP");
-  return (await cluster.waitFor(/reload complete/, mark, 60_000)) - started;
+  process.kill(running.pid, "SIGHUP");
+  await running.waitFor(/reload complete/, mark, 60_000);
+  return performance.now() - started;
 }
 
 const rows: string[] = [];
@@ -172,22 +86,22 @@ for (const [label, results] of [["WORKERS=1", one], ["WORKERS=2", two]] as const
 console.log(`### Throughput (GET /hello of the example, autocannon ${CONNECTIONS} connections, pipelining 1, ${DURATION}s, median of ${RUNS})\n`);
 console.log("| workers | req/s | p50 ms | p99 ms | errors | non-2xx |\n| --- | --- | --- | --- | --- | --- |\n" + rows.join("\n"));
 
-const cluster = await startCluster(2);
-for (let i = 0; i < 20; i++) await hello(cluster.port);
+const running = await cluster(2);
+for (let i = 0; i < 20; i++) await hello(running.origin);
 await sleep(1000);
-const pids = workerPids(cluster);
-const rss = { primary: rssMB(cluster.child.pid), workers: [...pids.values()].map(rssMB) };
+const rss = { primary: readRssMb(running.pid) ?? 0, workers: [...running.workers().values()].map((pid) => readRssMb(pid) ?? 0) };
 const kills: Array<{ ready: number; serving: number }> = [];
 for (let i = 0; i < 5; i++) {
-  kills.push(await replaceKilled(cluster));
+  kills.push(await replaceKilled(running));
   await sleep(500);
 }
 const reloads: number[] = [];
 for (let i = 0; i < 3; i++) {
-  reloads.push(await rollingReload(cluster));
+  reloads.push(await rollingReload(running));
   await sleep(500);
 }
-await stopCluster(cluster);
+await running.stop();
+client.close();
 console.log(`\n### Recovery and footprint (2 workers, median)\n`);
 console.log("| measure | value |\n| --- | --- |");
 console.log(`| SIGKILL a worker → replacement ready (5 runs) | ${fmt(median(kills.map((k) => k.ready)))} ms |`);

@@ -28,7 +28,9 @@ const RSS_TOLERANCE = 1.1;
 const serverProgram = (appUrl: string) => `
 const { buildApp } = await import(${JSON.stringify(appUrl)});
 process.on("SIGUSR2", () => { globalThis.gc(); process.stdout.write("GC_DONE " + process.memoryUsage().heapUsed + "\\n"); });
-await buildApp({ host: "127.0.0.1", port: Number(process.env.PORT) }).listen();`;
+// Load shedding off: this scenario judges input handling, and on a busy machine a shed 503 (by
+// design under overload) would read as a 5xx the malformed input caused.
+await buildApp({ host: "127.0.0.1", port: Number(process.env.PORT), loadShedding: false }).listen();`;
 
 /** Runs `count` jobs `concurrency` at a time; stops starting new ones after `deadlineMs`. */
 async function pool(count: number, concurrency: number, deadlineMs: number, job: (i: number) => Promise<void>): Promise<number> {
@@ -107,7 +109,7 @@ export async function malformed(context: Context): Promise<Verdict> {
 
   try {
     await waitUntil(() => logged.listening, "the listening line", 20_000);
-    const valid: RawRequest[] = ["/hello", "/api/books?page=1&limit=2", "/api/books/b1", "/health", "/metrics"].map((p) => ({
+    const valid: RawRequest[] = ["/hello", "/api/books?page=1&limit=2", "/api/books/b1", "/health"].map((p) => ({
       head: `GET ${p} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\ntraceparent: 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01`,
     }));
     let warmFailures = 0;

@@ -1,4 +1,4 @@
-// Does scraping /metrics move request latency? The supervisor runs 2 workers of
+// Does scraping /metrics (on the primary's metrics port) move request latency? The supervisor runs 2 workers of
 // test/fixtures/metrics-cluster-app.ts (through tsx); autocannon loads GET /hello in phases that
 // alternate between no scraping and a scrape every `intervalMs` (250: 60× Prometheus' default),
 // after one discarded warm-up phase, and prints the phase table.
@@ -45,7 +45,7 @@ export function phaseRow(phase: Phase, intervalMs: number): Array<string | numbe
     phase.scrapes + (phase.failedScrapes > 0 ? ` (${phase.failedScrapes} failed)` : ""), phase.meanScrapeMs === null ? "—" : phase.meanScrapeMs.toFixed(1)];
 }
 
-async function runPhase(options: ScrapeOptions, origin: string, scrape: boolean): Promise<Phase> {
+async function runPhase(options: ScrapeOptions, origin: string, metricsUrl: string, scrape: boolean): Promise<Phase> {
   const state = { stop: false };
   const took: number[] = [];
   let failedScrapes = 0;
@@ -54,7 +54,7 @@ async function runPhase(options: ScrapeOptions, origin: string, scrape: boolean)
     // Bounded by the phase: the load below always ends.
     while (!state.stop) {
       const started = performance.now();
-      const res = await request(`${origin}/metrics`, { timeoutMs: 5_000 }).catch(() => null);
+      const res = await request(metricsUrl, { timeoutMs: 5_000 }).catch(() => null);
       if (res?.status === 200 && res.body.includes("http_request_duration_seconds")) took.push(performance.now() - started);
       else failedScrapes++;
       await sleep(options.intervalMs);
@@ -78,11 +78,13 @@ export async function measureScrapeImpact(options: ScrapeOptions, onPhase: (phas
     cwd: options.root, entry: "test/fixtures/metrics-cluster-app.ts", workers: 2, tsx: true, pinCpu: options.pinning.server,
   });
   try {
-    await runPhase(options, cluster.origin, false);
+    // Production: the scrape goes to the primary's metrics port, as Prometheus' does.
+    const metricsUrl = /http:\/\/[^\s"]+\/metrics/.exec(await cluster.waitFor(/cluster-wide metrics on/))?.[0] ?? "";
+    await runPhase(options, cluster.origin, metricsUrl, false);
     const phases: Phase[] = [];
     for (let pair = 0; pair < options.pairs; pair++) {
       for (const scrape of [false, true]) {
-        const phase = await runPhase(options, cluster.origin, scrape);
+        const phase = await runPhase(options, cluster.origin, metricsUrl, scrape);
         phases.push(phase);
         onPhase(phase);
       }

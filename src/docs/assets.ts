@@ -49,7 +49,7 @@ export async function readScalarBundle(candidates: readonly URL[]): Promise<Scal
       continue;
     }
     // The source map is not served: a browser with DevTools open would only get a 404 for it.
-    // Copied once into plain ArrayBuffers, which a Response takes without another copy.
+    // Read once; every response shares these bytes (see sharedBody).
     const body = new Uint8Array(Buffer.from(text.replace(/\n\/\/# sourceMappingURL=\S+\s*$/, "\n")));
     const hash = createHash("sha256").update(body).digest("base64url");
     return { body, gzipped: new Uint8Array(await gzipAsync(body)), etag: `"${hash.slice(0, 27)}"`, version: hash.slice(0, 12), source: url.pathname };

@@ -1,4 +1,5 @@
 import { JSON_HEADERS } from "../internal/headers.js";
+import { sharedBody } from "../internal/shared-body.js";
 import { get, type RegisteredRoute, type Route } from "../route.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
 import { buildOpenAPIDocument, docsPaths, parseServer, type OpenAPIDocsConfig } from "./openapi.js";
@@ -15,13 +16,13 @@ const IMMUTABLE = "public, max-age=31536000, immutable";
  */
 export function defineDocsRoutes(docs: OpenAPIDocsConfig & { path: string }, routes: () => readonly RegisteredRoute[]): Route[] {
   const paths = docsPaths(docs.path);
-  let document: { count: number; json: string } | undefined;
+  let document: { count: number; json: Uint8Array<ArrayBuffer> } | undefined;
   let page: { html: string; headers: Record<string, string> } | undefined;
 
   const documentRoute = get(paths.document, () => {
     const all = routes();
-    if (document?.count !== all.length) document = { count: all.length, json: JSON.stringify(buildOpenAPIDocument(all, docs)) };
-    return new Response(document.json, { headers: { ...JSON_HEADERS, "cache-control": "no-cache" } });
+    if (document?.count !== all.length) document = { count: all.length, json: Buffer.from(JSON.stringify(buildOpenAPIDocument(all, docs))) };
+    return sharedBody(document.json, { ...JSON_HEADERS, "cache-control": "no-cache" });
   });
 
   const pageRoute = get(paths.page, async () => {
@@ -43,7 +44,7 @@ export function defineDocsRoutes(docs: OpenAPIDocsConfig & { path: string }, rou
     if (matchesETag(request.headers.get("if-none-match"), bundle.etag)) return new Response(null, { status: 304, headers });
     const gzip = acceptsGzip(request.headers.get("accept-encoding"));
     if (gzip) headers["content-encoding"] = "gzip";
-    return new Response(gzip ? bundle.gzipped : bundle.body, { headers });
+    return sharedBody(gzip ? bundle.gzipped : bundle.body, headers);
   });
 
   // In the order they were always registered: the document, the page, the bundle.

@@ -11,6 +11,15 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
   else event.res.headers.set(name, value);
 }
 
+/** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */
+export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
+  const res = event.runtime?.node?.res;
+  for (const name of names) {
+    if (res && !res.headersSent) res.removeHeader(name);
+    event.res.headers.delete(name);
+  }
+}
+
 /**
  * The headers of every JSON body keelson sends. `nosniff`: a browser must never take a JSON
  * answer (which can echo client input) for HTML or script.

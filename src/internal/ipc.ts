@@ -2,10 +2,10 @@
  * The one IPC protocol between the supervisor (primary) and its workers. Every message is an
  * envelope `{ keelson: 1, type, id?, replyTo?, payload }`; anything else on the channel (user
  * messages) is ignored. Requests carry `id`; the answer carries `replyTo` with the same number.
+ * The core's own types are below; integrations register theirs (`defineIpcMessage`,
+ * `defineIpcRequest`) in their own files, like node:cluster's internal messages share one
+ * envelope whatever they carry.
  */
-
-/** prom-client's `getMetricsAsJSON()` output, as sent over IPC. */
-export type MetricsSnapshot = ReadonlyArray<Record<string, unknown>>;
 
 /** Messages a worker sends, by type → payload. */
 export interface WorkerMessages {
@@ -28,17 +28,80 @@ export interface PrimaryMessages {
   shutdown: { reason: string };
 }
 
-/** Request types, by type → [request payload, reply payload]. Either side may serve them. */
-export interface Requests {
-  /** Worker → primary: the cluster-wide exposition for a scrape of /metrics; `timeoutMs` is per worker. */
-  "metrics:cluster": [{ timeoutMs: number }, { text: string; contentType: string }];
-  /** Primary → worker: this worker's metrics snapshot. */
-  "metrics:snapshot": [Record<string, never>, { snapshot: MetricsSnapshot }];
-  /** Worker → primary, after its drain: its last snapshot, kept by the primary once it has exited. */
-  "metrics:final": [{ pid: number; snapshot: MetricsSnapshot }, Record<string, never>];
+/**
+ * A message type an integration owns: a one-way `send`/`on` (`kind: "message"`) or a
+ * `request`/`handle` pair with a reply (`kind: "request"`). The payload types live only in the
+ * type parameters; on the wire it is the name in the one envelope. Make them with
+ * `defineIpcMessage` / `defineIpcRequest`.
+ */
+export interface IpcMessageType<Payload> {
+  readonly kind: "message";
+  readonly name: string;
+  /** Phantom: never set, carries the payload type. */
+  readonly payload?: Payload;
 }
 
-export type RequestType = keyof Requests;
+/** A request type with its reply type; see `IpcMessageType`. */
+export interface IpcRequestType<Payload, Reply> {
+  readonly kind: "request";
+  readonly name: string;
+  /** Phantom: never set, carry the payload and reply types. */
+  readonly payload?: Payload;
+  readonly reply?: Reply;
+}
+
+const OWNED_NAME = /^[a-z][a-z0-9-]*:[a-z][a-zA-Z0-9-]*$/;
+const registered = new Map<string, "message" | "request">();
+
+function register(name: string, kind: "message" | "request"): void {
+  if (!OWNED_NAME.test(name)) throw new Error(`IPC type "${name}" must be "<integration>:<name>" (e.g. "metrics:snapshot")`);
+  const known = registered.get(name);
+  // The same module evaluated twice (dist/ and src/ in one process) defines the same name again: fine.
+  if (known !== undefined && known !== kind) throw new Error(`IPC type "${name}" is already registered as a ${known}`);
+  registered.set(name, kind);
+}
+
+/**
+ * Registers a one-way IPC message type of an integration. The core protocol (ready, heartbeat,
+ * draining, shutdown) stays in `WorkerMessages`/`PrimaryMessages`; everything an integration
+ * adds (metrics, later jobs, rate limits, status) is declared in the integration's own file with
+ * this and `defineIpcRequest`, and handled on each side with the Channel (worker side:
+ * `getPrimaryChannel()`; primary side: `supervisor.handle()`/`supervisor.onMessage()` for every
+ * worker, or `worker.channel`). Names are `"<integration>:<name>"`, so integrations cannot
+ * collide with the core or with each other.
+ *
+ * @example
+ * // src/jobs/ipc.ts — types shared by both sides
+ * export const jobDone = defineIpcMessage<{ id: string; ms: number }>("jobs:done");
+ * // worker
+ * getPrimaryChannel()?.send(jobDone, { id, ms });
+ * // primary
+ * supervisor.onMessage(jobDone, ({ id, ms }, worker) => record(worker.id, id, ms));
+ */
+export function defineIpcMessage<Payload>(name: string): IpcMessageType<Payload> {
+  register(name, "message");
+  return Object.freeze({ kind: "message", name });
+}
+
+/**
+ * Registers an IPC request type (a message with a reply, bounded by the caller's timeout) of an
+ * integration; see `defineIpcMessage` for the rules. Either side may serve it.
+ *
+ * @example
+ * // src/metrics/ipc.ts
+ * export const metricsSnapshot = defineIpcRequest<Record<string, never>, { snapshot: MetricsSnapshot }>("metrics:snapshot");
+ * // worker: serves it
+ * getPrimaryChannel()?.handle(metricsSnapshot, async () => ({ snapshot: await read() }));
+ * // primary: asks one worker, never waiting past 2 s
+ * const { snapshot } = await worker.channel.request(metricsSnapshot, {}, 2000);
+ */
+export function defineIpcRequest<Payload, Reply>(name: string): IpcRequestType<Payload, Reply> {
+  register(name, "request");
+  return Object.freeze({ kind: "request", name });
+}
+
+/** A handler of a request type: its value (or rejection) is the reply. */
+export type IpcHandler<Payload, Reply> = (payload: Payload) => Reply | Promise<Reply>;
 
 export interface Envelope {
   keelson: 1;
@@ -64,6 +127,10 @@ export function isEnvelope(message: unknown): message is Envelope {
 
 type Handler = (payload: unknown) => unknown;
 
+function typeName(type: string | { readonly name: string }): string {
+  return typeof type === "string" ? type : type.name;
+}
+
 /**
  * A typed, bidirectional message channel over one IPC endpoint. `request()` times out rather
  * than hang, so one busy or dead peer never blocks the caller past its deadline.
@@ -81,35 +148,43 @@ export class Channel<Out extends object, In extends object> {
     endpoint.on("message", this.#onMessage);
   }
 
-  /** Sends a one-way message; false when the channel is closed (never throws). */
-  send<T extends keyof Out & string>(type: T, payload: Out[T]): boolean {
-    return this.#post({ keelson: 1, type, payload });
+  /** Sends a one-way message (a core type, or an integration's); false when the channel is closed (never throws). */
+  send<T extends keyof Out & string>(type: T, payload: Out[T]): boolean;
+  send<P>(type: IpcMessageType<P>, payload: P): boolean;
+  send(type: string | IpcMessageType<unknown>, payload: unknown): boolean {
+    return this.#post({ keelson: 1, type: typeName(type), payload });
   }
 
-  on<T extends keyof In & string>(type: T, listener: (payload: In[T]) => void): () => void {
-    const set = this.#listeners.get(type) ?? new Set();
+  /** Listens to a one-way message type (a core type, or an integration's); returns the undo. */
+  on<T extends keyof In & string>(type: T, listener: (payload: In[T]) => void): () => void;
+  on<P>(type: IpcMessageType<P>, listener: (payload: P) => void): () => void;
+  on(type: string | IpcMessageType<unknown>, listener: (payload: never) => void): () => void {
+    const name = typeName(type);
+    const set = this.#listeners.get(name) ?? new Set();
     set.add(listener as Handler);
-    this.#listeners.set(type, set);
+    this.#listeners.set(name, set);
     return () => set.delete(listener as Handler);
   }
 
-  /** Serves one request type; the handler's value (or rejection) is sent back as the reply. */
-  handle<T extends RequestType>(type: T, handler: (payload: Requests[T][0]) => Requests[T][1] | Promise<Requests[T][1]>): void {
-    this.#handlers.set(type, handler as Handler);
+  /** Serves one request type (replacing an earlier handler); the handler's value (or rejection) is sent back as the reply. */
+  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): void {
+    this.#handlers.set(type.name, handler as Handler);
   }
 
-  request<T extends RequestType>(type: T, payload: Requests[T][0], timeoutMs: number): Promise<Requests[T][1]> {
+  /** Asks the peer; rejects when it does not answer within `timeoutMs`, has no handler, or the channel closes. */
+  request<P, R>(type: IpcRequestType<P, R>, payload: P, timeoutMs: number): Promise<R> {
+    const name = type.name;
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new Error(`IPC request ${type} timed out after ${timeoutMs}ms`));
+        reject(new Error(`IPC request ${name} timed out after ${timeoutMs}ms`));
       }, timeoutMs);
       this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
-      if (!this.#post({ keelson: 1, type, id, payload })) {
+      if (!this.#post({ keelson: 1, type: name, id, payload })) {
         clearTimeout(timer);
         this.#pending.delete(id);
-        reject(new Error(`IPC request ${type} failed: channel closed`));
+        reject(new Error(`IPC request ${name} failed: channel closed`));
       }
     });
   }

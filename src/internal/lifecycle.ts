@@ -3,6 +3,7 @@ import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logger.js";
+import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
 
 /** What happened during a shutdown; `clean` decides the exit code (0 or 1). */
 export interface ShutdownReport {
@@ -17,7 +18,7 @@ export interface ShutdownReport {
   timedOutHook: string | undefined;
   /** Hooks never started because the deadline had passed. */
   skippedHooks: string[];
-  /** Requests still in flight at the deadline; their connections were destroyed. */
+  /** Requests still in flight (running, or their response still being written) at the drain cap or the deadline; their connections were destroyed. */
   abandonedRequests: number;
 }
 
@@ -37,6 +38,7 @@ export interface LifecycleOptions {
 export type LifecycleState = "created" | "serving" | "draining" | "terminated";
 
 const DEADLINE = Symbol("deadline");
+const DRAIN_CAP = Symbol("drain cap");
 type Deadline = Promise<typeof DEADLINE>;
 // While draining, sockets whose response head went out before the signal (so without
 // `Connection: close`) turn idle when that response ends; close them as soon as they do.
@@ -45,6 +47,10 @@ const IDLE_SWEEP_MS = 20;
 // that looks idle, and destroying it fails that request (autocannon under a rolling reload counted
 // them). A request that arrives meanwhile gets `Connection: close`, so busy sockets close cleanly.
 const IDLE_GRACE_MS = 100;
+
+// The drain may use at most this share of the budget left when it starts; the hooks keep the rest,
+// so a slow reader or a request that never ends cannot make them miss the deadline.
+const DRAIN_SHARE = 0.5;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -68,6 +74,7 @@ export class Lifecycle {
   shuttingDown = false;
   server: Server | undefined;
   readonly #options: LifecycleOptions;
+  #connections: Connections | undefined;
   #starting: Promise<unknown> | undefined;
   #shutdown: Promise<ShutdownReport> | undefined;
   #finish!: (report: ShutdownReport) => void;
@@ -107,7 +114,14 @@ export class Lifecycle {
     // exclusive: false lets cluster workers share the primary's handle; gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
-    const server = serve({ fetch, port, hostname: host, silent: true, gracefulShutdown: false, node: { exclusive: false } });
+    // TrackedResponse: the drain knows which connections have a request in flight, and the status
+    // line carries its reason phrase (`200 OK`, not `200 `).
+    const server = serve({
+      fetch, port, hostname: host, silent: true, gracefulShutdown: false,
+      node: { exclusive: false, ServerResponse: TrackedResponse },
+    });
+    const node = server.node?.server as NodeServer | undefined;
+    if (node) this.#connections = new Connections(node);
     try {
       await server.ready();
     } catch (error) {
@@ -158,13 +172,13 @@ export class Lifecycle {
         logger.info("waiting %dms before closing the listener; /health answers 503 meanwhile", shutdownDelay);
         await Promise.race([sleep(shutdownDelay), deadline]);
       }
-      if (serving) await this.#drain(deadline, report);
+      if (serving) await this.#drain(deadline, report, shutdownTimeout - (performance.now() - started));
       await this.#runHooks(hooks, controller.signal, deadline, report);
     } finally {
       clearTimeout(timer);
     }
     report.durationMs = Math.round(performance.now() - started);
-    report.clean = !report.deadlinePassed && report.failedHooks.length === 0;
+    report.clean = !report.deadlinePassed && report.failedHooks.length === 0 && report.abandonedRequests === 0;
     this.state = "terminated";
     if (report.clean) logger.info("terminated cleanly in %dms (%s)", report.durationMs, reason);
     else logger.logError("terminated with errors in %dms (%s): %s", report.durationMs, reason, summarize(report));
@@ -172,9 +186,15 @@ export class Lifecycle {
     return report;
   }
 
-  async #drain(deadline: Deadline, report: ShutdownReport): Promise<void> {
+  /**
+   * Closes the listener, then (after the grace) every connection with no request in flight, and
+   * waits for the requests in flight, at most until the drain cap: what is still open then is
+   * destroyed, so that the hooks always start.
+   */
+  async #drain(deadline: Deadline, report: ShutdownReport, remaining: number): Promise<void> {
     const node = this.server?.node?.server as NodeServer | undefined;
-    if (!node) return;
+    const connections = this.#connections;
+    if (!node || !connections) return;
     const { logger, inflight } = this.#options;
     const started = performance.now();
     logger.info("closing the listener: %d request(s) in flight", inflight());
@@ -184,19 +204,32 @@ export class Lifecycle {
     // about to close, and that connection is then reset instead of refused.
     NetServer.prototype.close.call(node);
     let sweep: NodeJS.Timeout | undefined;
+    // Not node's close() or closeIdleConnections(): they skip a connection that is still sending its
+    // request (or never sent one), and destroy one whose response has ended but is still being
+    // written to a slow reader.
     const grace = setTimeout(() => {
-      node.close();
-      sweep = setInterval(() => node.closeIdleConnections(), IDLE_SWEEP_MS);
+      const idle = connections.closeIdle();
+      if (idle > 0) logger.info("closed %d connection(s) with no request in flight", idle);
+      sweep = setInterval(() => connections.closeIdle(), IDLE_SWEEP_MS);
     }, IDLE_GRACE_MS);
-    const outcome = await Promise.race([closed, deadline]);
+    const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
+    let capTimer: NodeJS.Timeout | undefined;
+    const cap = new Promise<typeof DRAIN_CAP>((resolve) => (capTimer = setTimeout(() => resolve(DRAIN_CAP), capMs)));
+    const outcome = await Promise.race([closed, cap, deadline]);
     clearTimeout(grace);
+    clearTimeout(capTimer);
     clearInterval(sweep);
-    if (outcome === DEADLINE) {
-      report.abandonedRequests = inflight();
-      node.closeAllConnections();
-      logger.logError("deadline passed with %d request(s) still running: their connections were destroyed", report.abandonedRequests);
-    } else {
+    if (outcome === undefined) {
       logger.info("listener closed, in-flight requests done in %dms", Math.round(performance.now() - started));
+      return;
+    }
+    const abandoned = connections.destroyAll();
+    node.closeAllConnections();
+    report.abandonedRequests = abandoned.writing + abandoned.running;
+    if (outcome === DEADLINE) {
+      logger.logError("deadline passed with %s: their connections were destroyed", describeAbandoned(abandoned));
+    } else {
+      logger.logError("drain cap of %dms reached with %s: their connections were destroyed; running the hooks", capMs, describeAbandoned(abandoned));
     }
   }
 
@@ -224,6 +257,14 @@ export class Lifecycle {
       }
     }
   }
+}
+
+/** `1 response(s) still being written, 2 request(s) still running`, naming only what there was. */
+function describeAbandoned({ writing, running }: Abandoned): string {
+  const parts: string[] = [];
+  if (writing > 0) parts.push(`${writing} response(s) still being written`);
+  if (running > 0 || writing === 0) parts.push(`${running} request(s) still running`);
+  return parts.join(", ");
 }
 
 function summarize(report: ShutdownReport): string {

@@ -2,6 +2,7 @@ import cluster from "node:cluster";
 import { flushAllLoggers } from "../logger.js";
 import { bypassRelay } from "./log-sink.js";
 import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "./ipc.js";
+import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
 /**
  * The worker side of the supervisor protocol. When the process is a node:cluster worker,
@@ -21,6 +22,8 @@ export interface LinkedApp {
   shutdownTimeout: number;
   /** The App's idempotent shutdown (drain + hooks). */
   shutdown(reason: string): Promise<{ clean: boolean }>;
+  /** Its request counters, reported with the worker's stats. */
+  load: RequestLoad;
 }
 
 /** Heartbeat period when the supervisor does not say (it passes `KEELSON_HEARTBEAT_INTERVAL`). */
@@ -112,14 +115,17 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
   const offShutdown = primary.on("shutdown", ({ reason }) => drain(reason, true));
-  const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), heartbeatInterval());
+  const period = heartbeatInterval();
+  const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), period);
   beat.unref();
+  const stopStats = reportWorkerStats(primary, app.load, period);
   primary.send("ready", {
     pid: process.pid, port: app.port, url: app.url, docsUrl: app.docsUrl, shutdownTimeout: app.shutdownTimeout,
   });
   if (!process.connected) onDisconnect();
   return () => {
     clearInterval(beat);
+    stopStats();
     offShutdown();
     for (const signal of SIGNALS) process.off(signal, onSignal);
     process.off("SIGHUP", onHangup);

@@ -4,7 +4,6 @@
  * under the keelson supervisor.
  */
 export { KNOWN_METHODS, OTHER_METHOD, normalizeMethod } from "./method.js";
-export {
-  PROMETHEUS_CONTENT_TYPE, definePrometheus, type PrometheusModule, type PrometheusOptions,
-} from "./prometheus.js";
+export { PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
+export { definePrometheus, type PrometheusModule, type PrometheusOptions } from "./prometheus.js";
 export { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram, type MetricData, type Sample } from "./request-histogram.js";

@@ -1,4 +1,4 @@
-import type { MetricsSnapshot } from "../internal/ipc.js";
+import type { MetricsSnapshot } from "./ipc.js";
 import type { MetricData, Sample } from "./request-histogram.js";
 
 interface Family {
@@ -7,6 +7,9 @@ interface Family {
   readonly type: MetricData["type"];
   readonly samples: Map<string, Sample>;
 }
+
+/** The Prometheus text format's content type (version 0.0.4). */
+export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 const TYPES = new Set<string>(["counter", "gauge", "histogram", "summary"]);
 

@@ -1,14 +1,13 @@
-import { Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { Counter, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
-import type { MetricsSnapshot } from "../internal/ipc.js";
+import { removeResponseHeaders } from "../internal/headers.js";
 import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
 import { get } from "../route.js";
-import { MetricSet } from "./metric-set.js";
+import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
+import { openMetricsListener, type MetricsListener } from "./listener.js";
+import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
-
-/** The Prometheus text format's content type (version 0.0.4). */
-export const PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
 /** Settings of `definePrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -29,16 +28,32 @@ export interface PrometheusOptions {
   clusterTimeoutMs?: number;
   /** Aggregate across the supervisor's workers. Default true; false serves this process's registry only. */
   cluster?: boolean;
+  /**
+   * Serve `path` on a listener of its own on this port (0: any free port), opened by `listen()`
+   * and closed by the shutdown. Under the keelson supervisor the primary serves the cluster-wide
+   * metrics on its own metrics port (`--metrics-port`, default 9464) instead, and this is unused.
+   * Default: none.
+   */
+  port?: number;
+  /** Address of that listener. Default: all interfaces, like the service port. */
+  host?: string;
+  /**
+   * Serve `path` on the App's own (public) port too. Default: true, except when the App's `env`
+   * is `production`. The response never carries CORS headers: no web page may read it.
+   */
+  serveOnAppPort?: boolean;
 }
 
 /** The module `definePrometheus` returns: install it with `app.use()`. */
 export interface PrometheusModule extends Module {
   /** The registry served at `path`: register your own prom-client metrics on it. */
   readonly registry: Registry;
-  /** The request histogram, set as the App's metrics collector on `use()`. */
+  /** The request histogram (and the load-shedding counter), set as the App's metrics collector on `use()`. */
   readonly collector: MetricsCollector;
   /** The exposition a scrape would get (cluster-wide under the supervisor). */
   readExposition(): Promise<string>;
+  /** The listener of `port` while it is open (after `listen()`, before the shutdown). */
+  readonly listener: MetricsListener | undefined;
 }
 
 const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
@@ -55,10 +70,15 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const registry = options.registry ?? new Registry();
   const timeoutMs = options.clusterTimeoutMs ?? 2000;
   if (!(timeoutMs > 0)) throw new Error(`clusterTimeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
+  const port = options.port;
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
+    throw new Error(`port must be an integer from 0 to 65535, got ${String(port)}`);
+  }
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, options.buckets ?? HTTP_SERVER_DURATION_BUCKETS);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
   const worker = process.env.KEELSON_WORKER_ID ?? "";
@@ -72,7 +92,7 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const readExposition = async (): Promise<string> => {
     if (primary === undefined) return readLocal();
     try {
-      const { text } = await primary.request("metrics:cluster", { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
+      const { text } = await primary.request(metricsCluster, { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
       return text;
     } catch (error) {
       const reason = (error as Error).message.replace(/\s+/g, " ");
@@ -80,33 +100,81 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
     }
   };
 
+  let listener: MetricsListener | undefined;
   return {
     name: "prometheus",
     registry,
-    collector: histogram,
+    collector,
     readExposition,
+    get listener() {
+      return listener;
+    },
     register(router: Router) {
-      router.app.setMetricsCollector(histogram);
-      router.route(
-        get(path, async () => new Response(await readExposition(), {
-          headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
-        }))
-          .hide()
-          .describe("Prometheus metrics", "The Prometheus text exposition format; cluster-wide under the supervisor."),
-      );
-      if (primary !== undefined) linkToPrimary(router, primary, registry);
+      const { app } = router;
+      app.setMetricsCollector(collector);
+      if (options.serveOnAppPort ?? app.config.env !== "production") {
+        router.route(
+          get(path, async (ctx) => {
+            removeResponseHeaders(ctx.event, CORS_HEADERS);
+            return new Response(await readExposition(), {
+              headers: { "content-type": PROMETHEUS_CONTENT_TYPE, "cache-control": "no-store" },
+            });
+          })
+            .hide()
+            .describe("Prometheus metrics", "The Prometheus text exposition format; cluster-wide under the supervisor."),
+        );
+      }
+      if (primary !== undefined) {
+        linkToPrimary(router, primary, registry);
+        primary.send(metricsHello, { pid: process.pid, timeoutMs });
+      } else if (port !== undefined) {
+        app.registerScheduler({
+          start: async () => {
+            listener = await openMetricsListener({
+              port, host: options.host, path, read: readExposition,
+              onError: (error) => app.logger.logError("metrics: reading the registry failed: %s", (error as Error)?.message ?? String(error)),
+            });
+            app.logger.info("metrics on %s", listener.url);
+          },
+          stop: async () => {
+            await listener?.close();
+            listener = undefined;
+          },
+        });
+      }
+    },
+  };
+}
+
+// A scraper is not a browser: no web page may read the metrics, whatever the App's CORS policy.
+const CORS_HEADERS = ["access-control-allow-origin", "access-control-allow-credentials", "access-control-expose-headers"];
+
+/**
+ * The histogram as the App's collector, plus `keelson_requests_shed_total{reason}` for load
+ * shedding's rejections, registered at the first one (an App without shedding exposes no such metric).
+ */
+function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix: string): MetricsCollector {
+  let shed: Counter | undefined;
+  return {
+    observeRequest: histogram.observeRequest.bind(histogram),
+    observeShed: (reason) => {
+      shed ??= new Counter({
+        name: `${prefix}keelson_requests_shed_total`, help: "Requests rejected with 503 by load shedding, by reason.",
+        labelNames: ["reason"], registers: [registry],
+      });
+      shed.inc({ reason });
     },
   };
 }
 
 /** Answers the primary's snapshot requests, and hands it the final counts once the App has drained. */
 function linkToPrimary(router: Router, primary: PrimaryChannel, registry: Registry): void {
-  primary.handle("metrics:snapshot", async () => ({ snapshot: await readSnapshot(registry) }));
+  primary.handle(metricsSnapshot, async () => ({ snapshot: await readSnapshot(registry) }));
   router.app.onShutdown(async function sendFinalMetrics() {
     // Hooks run after the drain: every request this worker served is counted. Best effort:
     // if the primary does not answer in time, it keeps the snapshot of the last scrape.
     const snapshot = await readSnapshot(registry);
-    await primary.request("metrics:final", { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
+    await primary.request(metricsFinal, { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
   }, "metrics: final snapshot to the supervisor");
 }
 

@@ -1,0 +1,75 @@
+import type { IncomingMessage, Server as NodeServer, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { StandardReasonResponse } from "./status-line.js";
+
+/** The response being written on each socket that has a request in flight. */
+const responding = new WeakMap<Socket, ServerResponse>();
+
+/**
+ * node:http attaches a response to its socket once the request's headers are complete
+ * (`assignSocket`) and detaches it once the response has been handed to the kernel in full
+ * (`detachSocket`), the next pipelined one following. Between the two a request is in flight.
+ * Marking it here costs a WeakMap write per request, and no listener or closure.
+ */
+export class TrackedResponse<Request extends IncomingMessage = IncomingMessage> extends StandardReasonResponse<Request> {
+  override assignSocket(socket: Socket): void {
+    responding.set(socket, this);
+    super.assignSocket(socket);
+  }
+
+  override detachSocket(socket: Socket): void {
+    if (responding.get(socket) === this) responding.delete(socket);
+    super.detachSocket(socket);
+  }
+}
+
+/** What was still open on the connections a drain gave up on. */
+export interface Abandoned {
+  /** Responses whose head is out and whose body the client has not taken yet (slow readers). */
+  writing: number;
+  /** Requests whose handler had not answered yet. */
+  running: number;
+}
+
+/**
+ * Every open connection of a server, from its `connection` event, so that a drain can close the
+ * ones with no request in flight: never used, idle between requests, or still sending a request
+ * whose headers are not complete. node's own `closeIdleConnections()` counts a connection that never
+ * sent a request, or is still sending one, as busy: one such socket held the drain until the deadline.
+ */
+export class Connections {
+  readonly #sockets = new Set<Socket>();
+
+  /** Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. */
+  constructor(server: NodeServer) {
+    server.on("connection", (socket: Socket) => {
+      this.#sockets.add(socket);
+      socket.once("close", () => this.#sockets.delete(socket));
+    });
+  }
+
+  /** Destroys every connection with no request in flight; returns how many. */
+  closeIdle(): number {
+    let closed = 0;
+    for (const socket of this.#sockets) {
+      if (responding.has(socket)) continue;
+      socket.destroy();
+      this.#sockets.delete(socket);
+      closed++;
+    }
+    return closed;
+  }
+
+  /** Destroys every connection left; returns what their requests were doing. */
+  destroyAll(): Abandoned {
+    const abandoned: Abandoned = { writing: 0, running: 0 };
+    for (const socket of this.#sockets) {
+      const response = responding.get(socket);
+      if (response?.headersSent) abandoned.writing++;
+      else if (response) abandoned.running++;
+      socket.destroy();
+    }
+    this.#sockets.clear();
+    return abandoned;
+  }
+}

@@ -1,0 +1,113 @@
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, relative, resolve } from "node:path";
+import { parseArgs } from "node:util";
+
+export const NEW_USAGE = `Usage: keelson new <dir> [--name NAME]
+
+Writes a ready keelson project into <dir> (which must not exist or be empty): package.json,
+tsconfig.json, src/ (an App with a validated route and a health checker), a vitest test using
+app.request(), a Dockerfile, a Makefile (make test, make run WORKERS=N). Then:
+  cd <dir> && make test && make run WORKERS=2
+
+Options:
+      --name NAME   package and service name (default: the directory's name)
+  -h, --help        this text`;
+
+/** npm's rule for a new package name, lower case: what `npm init` accepts. */
+const PACKAGE_NAME = /^(@[a-z0-9-~][a-z0-9-._~]*\/)?[a-z0-9-~][a-z0-9-._~]*$/;
+
+/** Template files whose name npm would drop or act on when packing keelson: renamed when written. */
+const DOTFILES: Record<string, string> = { gitignore: ".gitignore", dockerignore: ".dockerignore" };
+
+/** The package root of this file: `supervisor/` from the sources, `dist/supervisor/` once built. */
+function packageRoot(): string {
+  for (let dir = import.meta.dirname; dir !== dirname(dir); dir = dirname(dir)) {
+    if (existsSync(join(dir, "package.json")) && existsSync(join(dir, "templates", "new"))) return dir;
+  }
+  throw new Error("keelson's templates/new folder is missing from the installed package");
+}
+
+interface KeelsonManifest {
+  version: string;
+  devDependencies?: Record<string, string>;
+}
+
+/** The new project's package.json: keelson at this version, the tools at the versions keelson itself is tested with. */
+function manifest(name: string, keelson: KeelsonManifest): string {
+  const tested = keelson.devDependencies ?? {};
+  const pin = (pkg: string, fallback: string) => tested[pkg] ?? fallback;
+  return JSON.stringify({
+    name,
+    version: "0.1.0",
+    private: true,
+    type: "module",
+    engines: { node: ">=20.19" },
+    scripts: { build: "tsc -p tsconfig.json", start: "keelson start dist/main.js", test: "tsc --noEmit -p tsconfig.json && vitest run" },
+    dependencies: { keelson: `^${keelson.version}`, zod: pin("zod", "^4") },
+    devDependencies: {
+      "@types/node": pin("@types/node", "^20.19.0"), tsx: pin("tsx", "^4"), typescript: pin("typescript", "~5.9.3"), vitest: pin("vitest", "^4"),
+    },
+  }, null, 2) + "\n";
+}
+
+function listTemplates(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile())
+    .map((entry) => relative(dir, join(entry.parentPath, entry.name)))
+    .toSorted();
+}
+
+/**
+ * Writes the project; returns the files written, relative to `dir`.
+ *
+ * @example
+ * writeProject("my-api", { name: "my-api" }); // then: cd my-api && make test
+ */
+export function writeProject(dir: string, { name }: { name: string }): string[] {
+  const root = packageRoot();
+  const templates = join(root, "templates", "new");
+  const keelson = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as KeelsonManifest;
+  const written: string[] = [];
+  const write = (file: string, text: string) => {
+    mkdirSync(dirname(join(dir, file)), { recursive: true });
+    writeFileSync(join(dir, file), text, { flag: "wx" });
+    written.push(file);
+  };
+  write("package.json", manifest(name, keelson));
+  for (const file of listTemplates(templates)) {
+    write(DOTFILES[file] ?? file, readFileSync(join(templates, file), "utf8").replaceAll("{{name}}", name));
+  }
+  return written;
+}
+
+/** `keelson new <dir>`: resolves to the exit code (0 written, 1 failed, 2 usage error). */
+export async function runNewCommand(argv: readonly string[]): Promise<number> {
+  let target: string;
+  let name: string;
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true, options: { name: { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+    if (values.help === true) {
+      process.stdout.write(NEW_USAGE + "\n");
+      return 0;
+    }
+    if (positionals.length !== 1) throw new Error(positionals.length === 0 ? "missing <dir>" : `one <dir> only, got ${positionals.join(" ")}`);
+    target = resolve(positionals[0]!);
+    name = values.name ?? basename(target);
+    if (!PACKAGE_NAME.test(name)) throw new Error(`"${name}" is not a valid npm package name (lower case, digits, - . _ ~): use --name`);
+    if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
+  } catch (error) {
+    process.stderr.write(`keelson new: ${(error as Error).message}\nRun "keelson new --help" for usage.\n`);
+    return 2;
+  }
+  try {
+    const files = writeProject(target, { name });
+    const shown = relative(process.cwd(), target) || ".";
+    process.stdout.write(`keelson new: wrote ${files.length} files into ${shown}\n\n  cd ${shown}\n  make test\n  make run WORKERS=2\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`keelson new: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,110 @@
+import { performance, type EventLoopUtilization } from "node:perf_hooks";
+import type { WorkerStats } from "../src/internal/worker-stats.js";
+import type { ResolvedSupervisorOptions } from "./options.js";
+import type { WorkerHandle, WorkerState } from "./worker-handle.js";
+import type { WorkerPool } from "./worker-pool.js";
+
+/** One worker's row of `keelson status`. Figures are from its last report (every heartbeat period). */
+export interface WorkerStatus {
+  /** The slot id, 1..N. */
+  id: number;
+  pid: number;
+  /** 1 for the slot's first worker, one more per restart or reload replacement. */
+  generation: number;
+  state: Exclude<WorkerState, "exited">;
+  /** Since it became ready; 0 while starting. */
+  uptimeMs: number;
+  /** Crash restarts of its slot. */
+  restarts: number;
+  /** Undefined until the worker's first report. */
+  stats: (WorkerStats & { requestsPerSecond: number; ageMs: number }) | undefined;
+}
+
+/** What `keelson status` shows: the primary, the crash-loop breaker, every live worker. */
+export interface StatusReport {
+  primary: { pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean };
+  breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
+  workers: WorkerStatus[];
+}
+
+interface Latest {
+  stats: WorkerStats;
+  at: number;
+  requestsPerSecond: number;
+}
+
+/** What the board reads from the supervisor besides the pool. */
+export interface StatusHost {
+  reloading(): boolean;
+  stopping(): boolean;
+  crashLoop(): boolean;
+}
+
+/**
+ * Keeps each worker's latest `stats` report (requests per second from the difference between
+ * two reports) and assembles the StatusReport on demand.
+ */
+export class StatusBoard {
+  readonly #pool: WorkerPool;
+  readonly #options: ResolvedSupervisorOptions;
+  readonly #host: StatusHost;
+  readonly #latest = new WeakMap<WorkerHandle, Latest>();
+  readonly #startedAt = performance.now();
+  #lastElu: EventLoopUtilization = performance.eventLoopUtilization();
+
+  constructor(pool: WorkerPool, options: ResolvedSupervisorOptions, host: StatusHost) {
+    this.#pool = pool;
+    this.#options = options;
+    this.#host = host;
+    pool.onWorker((handle) => handle.channel.on("stats", (stats) => this.#record(handle, stats)));
+  }
+
+  /** The latest report of a worker, if it sent one. */
+  statsOf(handle: WorkerHandle): WorkerStats | undefined {
+    return this.#latest.get(handle)?.stats;
+  }
+
+  read(): StatusReport {
+    const now = performance.now();
+    const memory = process.memoryUsage();
+    // The primary's utilisation since the previous read (or its start): a `--watch` refresh period.
+    const elu = performance.eventLoopUtilization(this.#lastElu).utilization;
+    this.#lastElu = performance.eventLoopUtilization();
+    const { crashLoop, entry, workers } = this.#options;
+    const live = [...this.#pool.live].filter((handle) => handle.state !== "exited");
+    return {
+      primary: {
+        pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
+        elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
+      },
+      breaker: {
+        state: this.#host.crashLoop() ? "tripped" : "closed", crashes: this.#pool.crashesNow(),
+        maxCrashes: crashLoop.maxCrashes, windowMs: crashLoop.window,
+      },
+      workers: live.toSorted((a, b) => a.id - b.id || a.generation - b.generation).map((handle) => this.#row(handle, now)),
+    };
+  }
+
+  #row(handle: WorkerHandle, now: number): WorkerStatus {
+    const latest = this.#latest.get(handle);
+    return {
+      id: handle.id, pid: handle.pid, generation: handle.generation, state: handle.state as WorkerStatus["state"],
+      uptimeMs: Math.round(handle.uptime), restarts: this.#pool.slots[handle.id - 1]?.restarts ?? 0,
+      stats: latest === undefined ? undefined : {
+        ...latest.stats, elu: round(latest.stats.elu), requestsPerSecond: latest.requestsPerSecond, ageMs: Math.round(now - latest.at),
+      },
+    };
+  }
+
+  #record(handle: WorkerHandle, stats: WorkerStats): void {
+    const at = performance.now();
+    const previous = this.#latest.get(handle);
+    const requestsPerSecond = previous === undefined || at <= previous.at
+      ? 0 : round(Math.max(0, stats.requests - previous.stats.requests) / ((at - previous.at) / 1000));
+    this.#latest.set(handle, { stats, at, requestsPerSecond });
+  }
+}
+
+function round(value: number): number {
+  return Math.round(value * 100) / 100;
+}

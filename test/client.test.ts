@@ -1,0 +1,123 @@
+// `keelson client` as a user runs it (a real process, the example's app.ts through tsx), then the
+// generated types in use: strict tsc over a file of calls and a file of deliberate mistakes, and
+// the same calls run through openapi-fetch against the example service on a real socket.
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { join, relative, resolve } from "node:path";
+import ts from "typescript";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../examples/bookstore/app.js";
+import { buildOpenAPIDocument, type OpenAPIDocument } from "../src/index.js";
+import { killAllChildren, spawnChild } from "./helpers/child.js";
+import { listenOn } from "./helpers/listen.js";
+
+const ROOT = resolve(import.meta.dirname, "..");
+const FIXTURES = join(ROOT, "test", "fixtures", "typed-client");
+
+/** Runs `keelson client …` from the sources; resolves with its exit code and output. */
+async function keelsonClient(args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "supervisor", "cli.ts"), "client", ...args], { cwd: ROOT });
+  const { code } = await child.exited;
+  return { code, output: child.output() };
+}
+
+/** Strict tsc (the repository's options) over `files`: every diagnostic as `file:line: message`. */
+function typeCheck(files: string[]): string[] {
+  const config = ts.readConfigFile(join(ROOT, "tsconfig.json"), (path) => ts.sys.readFile(path));
+  const { options } = ts.parseJsonConfigFileContent(config.config, ts.sys, ROOT);
+  const program = ts.createProgram(files, { ...options, noEmit: true });
+  return ts.getPreEmitDiagnostics(program).map((diagnostic) => {
+    const where = diagnostic.file === undefined
+      ? ""
+      : `${relative(ROOT, diagnostic.file.fileName)}:${diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start ?? 0).line + 1}: `;
+    return `${where}${ts.flattenDiagnosticMessageText(diagnostic.messageText, "\n")}`;
+  });
+}
+
+// Inside the repository, so that the copied fixtures resolve openapi-fetch from its node_modules.
+let out: string;
+let generated: { code: number | null; output: string };
+
+beforeAll(async () => {
+  out = mkdtempSync(join(ROOT, "test", "fixtures", ".typed-client-"));
+  generated = await keelsonClient(["examples/bookstore/app.ts", "--out", out]);
+  for (const file of ["calls.ts", "mistakes.ts"]) copyFileSync(join(FIXTURES, file), join(out, file));
+});
+
+afterEach(() => killAllChildren());
+
+afterAll(() => {
+  if (out) rmSync(out, { recursive: true, force: true });
+});
+
+describe("keelson client", () => {
+  it("writes the App's OpenAPI document and its types", () => {
+    expect(generated.code, generated.output).toBe(0);
+    expect(generated.output).toContain("7 operation(s)");
+    const written = JSON.parse(readFileSync(join(out, "openapi.json"), "utf8")) as OpenAPIDocument;
+    const app = buildApp();
+    expect(written).toEqual(JSON.parse(JSON.stringify(buildOpenAPIDocument(app.routes, app.config.docs))));
+    const types = readFileSync(join(out, "api.d.ts"), "utf8");
+    expect(types).toContain("export interface paths");
+    expect(types).toContain('"/api/books/{id}"');
+  });
+
+  it("documents every error response with the KError JSON shape", () => {
+    const document = JSON.parse(readFileSync(join(out, "openapi.json"), "utf8")) as OpenAPIDocument;
+    const schema = (response: unknown): unknown => {
+      const ref = (response as { $ref?: string }).$ref;
+      const resolved = ref === undefined ? response : document.components.responses?.[ref.split("/").pop()!];
+      return (resolved as { content?: Record<string, { schema?: unknown }> }).content?.["application/json"]?.schema;
+    };
+    for (const [path, item] of Object.entries(document.paths)) {
+      if (path === "/health") continue;
+      for (const [method, operation] of Object.entries(item as Record<string, { responses: Record<string, unknown> }>)) {
+        const errors = Object.entries(operation.responses).filter(([status]) => Number(status) >= 400);
+        expect(errors.map(([status]) => status), `${method} ${path}`).toContain("500");
+        for (const [status, response] of errors) {
+          expect(schema(response), `${method} ${path} ${status}`).toEqual({ $ref: "#/components/schemas/ErrorResponse" });
+        }
+      }
+    }
+  });
+
+  it("types every call: strict tsc accepts the calls and flags each deliberate mistake", () => {
+    expect(existsSync(join(out, "api.d.ts"))).toBe(true);
+    expect(typeCheck([join(out, "calls.ts"), join(out, "mistakes.ts")])).toEqual([]);
+  });
+
+  it("calls every example route through openapi-fetch against the running service", async () => {
+    const server = await listenOn(buildApp({ port: 0 }));
+    try {
+      const { callEveryRoute } = (await import(join(out, "calls.ts"))) as { callEveryRoute(baseUrl: string): Promise<Record<string, unknown[]>> };
+      expect(await callEveryRoute(server.url)).toEqual({
+        health: [200, "UP"],
+        hello: [200, "Bonjour, Ada !", "fr"],
+        list: [200, 2, 2, 3],
+        created: [201, true, "Dune"],
+        one: [200, "Dune"],
+        replaced: [200, "Dune Messiah", undefined],
+        deleted: [204],
+        gone: [404, "NOT_FOUND", undefined],
+        invalid: [422, "VALIDATION_ERROR", ["body.title"]],
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("reads a running service's document with --from-url, and says what is wrong on bad input", async () => {
+    const server = await listenOn(buildApp({ port: 0 }));
+    try {
+      const fromUrl = join(out, "from-url");
+      const result = await keelsonClient(["--from-url", `${server.url}/docs/openapi.json`, "--out", fromUrl]);
+      expect(result.code, result.output).toBe(0);
+      expect(readFileSync(join(fromUrl, "api.d.ts"), "utf8")).toBe(readFileSync(join(out, "api.d.ts"), "utf8"));
+    } finally {
+      await server.stop();
+    }
+    const missing = await keelsonClient([]);
+    expect([missing.code, missing.output]).toEqual([2, expect.stringContaining("missing <entry>")]);
+    const notApp = await keelsonClient(["examples/bookstore/books.ts", "--out", join(out, "x")]);
+    expect([notApp.code, notApp.output]).toEqual([1, expect.stringContaining("exports neither \"buildApp\" nor a default export")]);
+  });
+});
