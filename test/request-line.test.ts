@@ -3,6 +3,7 @@
  * and status members): each part must still say what the request was, in the same millisecond too.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { isoTime } from "../src/internal/log-format.js";
 import { setLogOrigin } from "../src/internal/log-origin.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -46,5 +47,13 @@ describe("JSON request lines from cached parts", () => {
     expect(second).toMatchObject({ time: new Date(NOW + 1).toISOString() });
     expect(second).not.toHaveProperty("worker");
     expect(third).toMatchObject({ time: new Date(NOW + 1).toISOString(), worker: "3", pid: 4242, path: "/a" });
+  });
+});
+
+describe("isoTime", () => {
+  it("is Date#toISOString() for every millisecond, second boundaries and years outside 0000-9999 included", () => {
+    const samples = [0, 1, 9, 10, 99, 100, 999, 1000, 1001, -1, -999, -1000, -1001, NOW, NOW + 877, 1.5, 253402300799999, 253402300800000, -62167219200001];
+    for (let t = NOW - 1500; t < NOW + 1500; t += 7) samples.push(t);
+    for (const t of samples) expect(isoTime(t), String(t)).toBe(new Date(t).toISOString());
   });
 });
