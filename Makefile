@@ -4,13 +4,30 @@ PORT ?= 3000
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
-.PHONY: install build build-bench lint typecheck test test-prerequisites run dev bench bench-instructions scenarios docker clean
+# One Node.js version for dev, CI and the image: .node-version (`make test NODE_VERSION=22.23.3` overrides
+# it). A system Node of the same major is used as is. Otherwise (older, newer or none) the pinned version is
+# installed from the npm registry into .cache/node/ and comes first on PATH for every recipe, npm and npx too.
+NODE_VERSION := $(shell cat .node-version)
+ifneq ($(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null),$(firstword $(subst ., ,$(NODE_VERSION))))
+NODE_HOME := $(CURDIR)/.cache/node/$(NODE_VERSION)
+export PATH := $(NODE_HOME)/bin:$(PATH)
+PINNED_NODE := $(NODE_HOME)/bin/node
+else
+PINNED_NODE :=
+endif
 
-$(STAMP): package.json package-lock.json
+.PHONY: install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios docker docker-engine clean
+
+$(STAMP): package.json package-lock.json | $(PINNED_NODE)
 	npm ci --no-audit --no-fund
 	@touch $@
 
 install: $(STAMP)
+
+ifneq ($(PINNED_NODE),)
+$(PINNED_NODE):
+	scripts/ensure-node.sh $(NODE_VERSION) $(NODE_HOME)
+endif
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 build: $(STAMP)
@@ -24,13 +41,19 @@ typecheck: $(STAMP)
 
 # lint + typecheck + every test suite (unit, process-level, browser).
 test: test-prerequisites lint typecheck build
+	@echo "make test: Node $$(node --version) at $$(command -v node)"
 	npx vitest run --project unit --project socket --project process --project browser
 
 # System packages the suites run, checked before anything else: installed with apt-get when missing
 # (as root or with sudo), or make stops at once with the command to run. One line per package.
 # PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
 test-prerequisites:
+	@scripts/ensure-apt.sh /usr/bin/chromium chromium
 	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
+
+# The tests against the newest h3 2.x, what a fresh install of keelson gets (scripts/check-h3-latest.sh; CI runs it).
+check-h3-latest: $(STAMP)
+	scripts/check-h3-latest.sh --project unit --project socket
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
@@ -62,10 +85,13 @@ bench-instructions: build-bench
 # The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.
 # Needs a Docker engine; without one it says so and fails, so CI never mistakes "skipped" for "built".
 IMAGE ?= keelson-example
-docker:
+# The image runs the pinned Node (a build argument). Needs no Node here: the tag's version is read with sed.
+docker: | docker-engine
+	docker build -f docker/Dockerfile --build-arg NODE_VERSION=$(NODE_VERSION) -t $(IMAGE) -t $(IMAGE):$$(sed -n 's/^  "version": *"\([^"]*\)".*/\1/p' package.json) .
+
+docker-engine:
 	@command -v docker >/dev/null 2>&1 || { echo "make docker: the docker CLI is not installed: the image was NOT built." >&2; exit 1; }
 	@docker info >/dev/null 2>&1 || { echo "make docker: no Docker engine is reachable (docker info failed): the image was NOT built. Start Docker (or set DOCKER_HOST) and retry." >&2; exit 1; }
-	docker build -f docker/Dockerfile -t $(IMAGE) -t $(IMAGE):$$(node -p 'require("./package.json").version') .
 
 clean:
 	rm -rf dist node_modules

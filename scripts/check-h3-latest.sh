@@ -15,7 +15,7 @@ if [ "$target" = "$locked" ]; then
 fi
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/keelson-h3-latest.XXXXXX")
 trap 'rm -rf "$scratch"' EXIT
-tar --exclude=./node_modules --exclude=./dist --exclude=./.git -cf - . | tar -xf - -C "$scratch"
+tar --exclude=./node_modules --exclude=./dist --exclude=./.git --exclude=./.cache -cf - . | tar -xf - -C "$scratch"
 cd "$scratch"
 npm ci --prefer-offline --no-audit --no-fund
 npm install --prefer-offline --no-audit --no-fund "h3@${target}"

@@ -1,9 +1,20 @@
 #!/usr/bin/env node
-import { USAGE, parseCli } from "./cli-args.js";
-import { runControlCommand } from "./control-command.js";
-import { runDev } from "./dev.js";
-import { Supervisor } from "./primary.js";
-import { runTool } from "./tools.js";
+import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
+
+// Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
+// is in process.env before any option is read.
+let runtime: RuntimeSetup | undefined;
+try {
+  runtime = prepareRuntime();
+} catch (error) {
+  process.stderr.write(`keelson: ${(error as Error).message}\n`);
+  process.exit(2);
+}
+const { USAGE, parseCli } = await import("./cli-args.js");
+const { runControlCommand } = await import("./control-command.js");
+const { runDev } = await import("./dev.js");
+const { Supervisor } = await import("./primary.js");
+const { runTool } = await import("./tools.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
@@ -26,9 +37,10 @@ if (cli.command === "help") {
     process.exitCode = 2;
   });
 } else {
-  let supervisor: Supervisor | undefined;
+  let supervisor: InstanceType<typeof Supervisor> | undefined;
   try {
     supervisor = new Supervisor(cli.options);
+    for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
   } catch (error) {
     process.stderr.write(`keelson: ${(error as Error).message}\n`);
     process.exitCode = 2;

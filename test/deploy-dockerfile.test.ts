@@ -92,10 +92,10 @@ describe("docker/Dockerfile", () => {
     for (const [i, match] of versions.entries()) expect(match, dockerfile.stages[i]?.image).not.toBeNull();
     expect(new Set(versions.map((m) => m?.slice(1, 4).join("."))).size).toBe(1);
     const [major, minor] = (versions[0]?.slice(1, 3) ?? []).map(Number) as [number, number];
-    // Even majors are the LTS lines; engines says >= 20.19.
+    // Even majors are the LTS lines; engines says >= 22.13 (node:sqlite without a flag).
     expect(major % 2).toBe(0);
-    expect(pkg.engines.node).toBe(">=20.19");
-    expect(major > 20 || (major === 20 && minor >= 19)).toBe(true);
+    expect(pkg.engines.node).toBe(">=22.13");
+    expect(major > 22 || (major === 22 && minor >= 13)).toBe(true);
     expect(runtime.image).toMatch(/-slim$/);
   });
 
@@ -243,7 +243,7 @@ describe(".dockerignore", () => {
     const makefile = readFileSync(join(ROOT, "Makefile"), "utf8");
     const recipe = /^build:.*\n((?:\t.*\n)*)/m.exec(makefile)?.[1] ?? "";
     const referenced = recipe.match(/[\w./-]+\.(?:m?js|ts|json|sh)\b/g) ?? [];
-    const inputs = ["package.json", "package-lock.json", "Makefile", "tsconfig.json", "tsconfig.build.json", ...build.include.map((d) => `${d}/x.ts`), ...referenced];
+    const inputs = ["package.json", "package-lock.json", "Makefile", ".node-version", "tsconfig.json", "tsconfig.build.json", ...build.include.map((d) => `${d}/x.ts`), ...referenced];
     for (const path of inputs) expect(excluded(path), path).toBe(false);
   });
 });
@@ -251,8 +251,10 @@ describe(".dockerignore", () => {
 describe("make docker", () => {
   // Absolute, so the PATH without docker below still finds make.
   const makePath = spawnSync("/bin/sh", ["-c", "command -v make"], { encoding: "utf8" }).stdout.trim();
+  // Without MAKEFLAGS: under `make test NODE_VERSION=…` (CI's other Node lines) it would carry that override in.
+  const { MAKEFLAGS: _flags, MFLAGS: _mflags, MAKELEVEL: _level, ...env } = process.env;
   const make = (path: string, infoExit: number) =>
-    spawnSync(makePath, ["--no-print-directory", "docker"], { cwd: ROOT, encoding: "utf8", env: { ...process.env, PATH: path, FAKE_INFO_EXIT: String(infoExit) } });
+    spawnSync(makePath, ["--no-print-directory", "docker"], { cwd: ROOT, encoding: "utf8", env: { ...env, PATH: path, FAKE_INFO_EXIT: String(infoExit) } });
 
   it("builds docker/Dockerfile from the repository root, tagged with the package version", () => {
     const dir = tempDir();
@@ -260,7 +262,10 @@ describe("make docker", () => {
     const result = make(`${dir}:${process.env.PATH ?? ""}`, 0);
     expect(result.status, result.stderr).toBe(0);
     const build = readLog(dir, "docker").find((line) => line.startsWith("build ")) ?? "";
-    expect(build.split(" ")).toEqual(["build", "-f", "docker/Dockerfile", "-t", "keelson-example", "-t", `keelson-example:${pkg.version}`, "."]);
+    const nodeVersion = readFileSync(join(ROOT, ".node-version"), "utf8").trim();
+    expect(build.split(" ")).toEqual([
+      "build", "-f", "docker/Dockerfile", "--build-arg", `NODE_VERSION=${nodeVersion}`, "-t", "keelson-example", "-t", `keelson-example:${pkg.version}`, ".",
+    ]);
   });
 
   it("fails with a clear message and builds nothing when no Docker engine answers", () => {

@@ -26,10 +26,14 @@ interface Container {
   startupProbe?: Probe; readinessProbe?: Probe; livenessProbe?: Probe;
   securityContext?: { runAsNonRoot?: boolean; runAsUser?: number; allowPrivilegeEscalation?: boolean; readOnlyRootFilesystem?: boolean; capabilities?: { drop?: string[] } };
   lifecycle?: { preStop?: unknown };
+  volumeMounts?: { name: string; mountPath: string; readOnly?: boolean }[];
+}
+interface PodSpec {
+  terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[];
+  volumes?: { name: string; emptyDir?: { sizeLimit?: string } }[];
 }
 interface PolicyPort { port?: number | string; protocol?: string }
 interface PolicyRule { from?: unknown[]; ports?: PolicyPort[] }
-interface PodSpec { terminationGracePeriodSeconds?: number; enableServiceLinks?: boolean; securityContext?: { runAsNonRoot?: boolean; runAsUser?: number }; containers: Container[] }
 interface Manifest {
   apiVersion: string; kind: string; metadata: { name: string; labels?: Labels; annotations?: Labels };
   type?: string; stringData?: Record<string, string>;
@@ -167,6 +171,16 @@ describe("docker/k8s", () => {
     } else {
       expect(Number(workers?.value)).toBe(Math.ceil(readQuantity(limits.cpu ?? "0")));
     }
+  });
+
+  it("gives the compile cache a writable /tmp under the read-only root filesystem", () => {
+    expect(container.securityContext?.readOnlyRootFilesystem).toBe(true);
+    // The keelson CLI keeps V8's compile cache in <os.tmpdir()>/node-compile-cache unless NODE_COMPILE_CACHE says otherwise.
+    const cacheDir = env.NODE_COMPILE_CACHE?.value ?? "/tmp/node-compile-cache";
+    const mount = (container.volumeMounts ?? []).find((m) => cacheDir === m.mountPath || cacheDir.startsWith(`${m.mountPath}/`));
+    expect(mount, `a volume mounted over ${cacheDir}`).toBeDefined();
+    expect(mount?.readOnly).not.toBe(true);
+    expect(pod.volumes?.find((v) => v.name === mount?.name)?.emptyDir).toBeDefined();
   });
 
   it("takes DATABASE_URL from the Secret of secret.example.yaml, required, and never applies the example itself", () => {

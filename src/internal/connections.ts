@@ -39,6 +39,8 @@ export interface Abandoned {
  */
 export class Connections {
   readonly #sockets = new Set<Socket>();
+  /** Bytes each connection had read at the last look: one still receiving may be sending a request. */
+  readonly #bytesSeen = new WeakMap<Socket, number>();
 
   /** Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. */
   constructor(server: NodeServer) {
@@ -48,11 +50,24 @@ export class Connections {
     });
   }
 
-  /** Destroys every connection with no request in flight; returns how many. */
+  /** Notes what each connection has read so far (at drain start), for `closeIdle()` to compare. */
+  mark(): void {
+    for (const socket of this.#sockets) this.#bytesSeen.set(socket, socket.bytesRead);
+  }
+
+  /**
+   * Destroys every connection with no request in flight that has received nothing since the last
+   * look (a stalled or idle one); returns how many. One that received bytes meanwhile may be in the
+   * middle of a keep-alive client's next request: it gets until the next look.
+   */
   closeIdle(): number {
     let closed = 0;
     for (const socket of this.#sockets) {
       if (responding.has(socket)) continue;
+      const read = socket.bytesRead;
+      const seen = this.#bytesSeen.get(socket);
+      this.#bytesSeen.set(socket, read);
+      if (seen !== undefined && read !== seen) continue;
       socket.destroy();
       this.#sockets.delete(socket);
       closed++;

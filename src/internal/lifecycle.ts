@@ -203,14 +203,21 @@ export class Lifecycle {
     // client that sees its idle socket close can reconnect into the backlog of a listener that is
     // about to close, and that connection is then reset instead of refused.
     NetServer.prototype.close.call(node);
+    connections.mark();
     let sweep: NodeJS.Timeout | undefined;
     // Not node's close() or closeIdleConnections(): they skip a connection that is still sending its
     // request (or never sent one), and destroy one whose response has ended but is still being
     // written to a slow reader.
-    const grace = setTimeout(() => {
+    // Each look runs in setImmediate, after the event loop's poll phase: on a busy process the timer
+    // fires before the sockets are read, and a request already in the kernel's buffer would be
+    // taken for an idle connection (the client sees a reset).
+    const look = (log: boolean) => setImmediate(() => {
       const idle = connections.closeIdle();
-      if (idle > 0) logger.info("closed %d connection(s) with no request in flight", idle);
-      sweep = setInterval(() => connections.closeIdle(), IDLE_SWEEP_MS);
+      if (log && idle > 0) logger.info("closed %d connection(s) with no request in flight", idle);
+    });
+    const grace = setTimeout(() => {
+      look(true);
+      sweep = setInterval(() => look(false), IDLE_SWEEP_MS);
     }, IDLE_GRACE_MS);
     const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
     let capTimer: NodeJS.Timeout | undefined;
