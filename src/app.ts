@@ -354,8 +354,8 @@ export class App implements Router {
       const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
       this.logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
       this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
-      const tracer = this.#services.tracer;
-      if (state !== undefined && tracer !== noopTracer) tracer.endRequestSpan(state.span, { route, status, error: state.error });
+      // The no-op span (no tracer, or one with nothing to record) has nothing to end.
+      if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);

@@ -38,6 +38,7 @@ export interface RequestSpanEnd {
 /**
  * Request tracing (docs/tracing.md). keelson calls `startRequestSpan` when a request arrives and
  * `endRequestSpan` once its response is ready; handlers start children through `ctx.startSpan`.
+ * A request whose span is `noopTracer`'s span (nothing records it) gets no `endRequestSpan` call.
  */
 export interface Tracer {
   startRequestSpan(event: H3Event): Span;

@@ -6,6 +6,7 @@
 import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./internal/log-format.js";
 import { jsonOrigin, textOrigin } from "./internal/log-origin.js";
 import { flushAllSinks, sinkFor, type LogWriter, type Sink } from "./internal/log-sink.js";
+import { LineHead, methodPart, statusPart } from "./internal/request-line.js";
 
 export type { LogWriter } from "./internal/log-sink.js";
 
@@ -38,12 +39,14 @@ export interface LoggerOptions {
 interface Level {
   readonly name: string;
   readonly tag: string;
+  /** The start of this level's JSON request lines. */
+  readonly head: LineHead;
 }
 
-const DEBUG: Level = { name: "debug", tag: "[DEBUG] " };
-const INFO: Level = { name: "info", tag: "[INFO] " };
-const WARN: Level = { name: "warn", tag: "[WARN] " };
-const ERROR: Level = { name: "error", tag: "[ERROR] " };
+const DEBUG: Level = { name: "debug", tag: "[DEBUG] ", head: new LineHead("debug") };
+const INFO: Level = { name: "info", tag: "[INFO] ", head: new LineHead("info") };
+const WARN: Level = { name: "warn", tag: "[WARN] ", head: new LineHead("warn") };
+const ERROR: Level = { name: "error", tag: "[ERROR] ", head: new LineHead("error") };
 
 /** Leveled printf-style logger; see newLogger(). */
 export class Logger {
@@ -103,11 +106,16 @@ export class Logger {
       this.sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}\n`);
       return;
     }
-    // A template, not JSON.stringify of an object: this runs once per request.
-    let line = `{"level":"${level.name}","time":"${isoTime(Date.now())}"${jsonOrigin},"method":${jsonString(entry.method)},"path":${jsonString(entry.path)},"status":${code},"duration":"${duration}"`;
-    if (entry.requestId !== undefined) line += `,"request_id":${jsonString(entry.requestId)}`;
-    if (entry.traceId !== undefined) line += `,"trace_id":${jsonString(entry.traceId)}`;
-    this.sink.write(line + "}\n");
+    // Cached parts, not JSON.stringify of an object: this runs once per request.
+    const line = level.head.read(Date.now()) + methodPart(entry.method) + jsonString(entry.path) + statusPart(code) + duration;
+    if (entry.requestId === undefined && entry.traceId === undefined) {
+      this.sink.write(line + '"}\n');
+      return;
+    }
+    let ids = '"';
+    if (entry.requestId !== undefined) ids += `,"request_id":${jsonString(entry.requestId)}`;
+    if (entry.traceId !== undefined) ids += `,"trace_id":${jsonString(entry.traceId)}`;
+    this.sink.write(line + ids + "}\n");
   }
 
   /** Returns a new Logger with the same settings writing to `writer`; the original is unchanged. */

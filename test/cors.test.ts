@@ -224,6 +224,12 @@ describeBoth(
       });
     });
 
+    it("adds only Vary to a request without Origin, and the CORS headers to one with two", async () => {
+      expect(corsHeaders(await t().fetch("/books"))).toEqual({ vary: "Origin" });
+      const twice = new Headers([["origin", ORIGIN], ["origin", ORIGIN]]);
+      expect(corsHeaders(await t().fetch("/books", { headers: twice }))).toEqual({ vary: "Origin" });
+    });
+
     it("adds CORS headers to a Response returned by a handler", async () => {
       const res = await t().fetch("/vary", { headers: { origin: ORIGIN } });
       expect(res.headers.get("access-control-allow-origin")).toBe(ORIGIN);

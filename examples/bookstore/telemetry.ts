@@ -1,10 +1,5 @@
-import { trace } from "@opentelemetry/api";
-import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
-import { resourceFromAttributes } from "@opentelemetry/resources";
-import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { App } from "../../src/index.js";
 import { definePrometheus } from "../../src/metrics/index.js";
-import { otelTracer } from "../../src/tracing/index.js";
 
 /**
  * Metrics always (GET /metrics on the supervisor's metrics port, cluster-wide; on the App's port
@@ -15,6 +10,19 @@ import { otelTracer } from "../../src/tracing/index.js";
 export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): void {
   app.use(definePrometheus());
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return;
+  // A module with an async register step: listen() waits for it, and the OpenTelemetry SDK and
+  // the OTLP exporter (most of this service's start-up time) load only when traces are exported.
+  app.use({ name: "telemetry", register: () => setupTracing(app, env) });
+}
+
+async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
+  const [{ trace }, { OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { otelTracer }] = await Promise.all([
+    import("@opentelemetry/api"),
+    import("@opentelemetry/exporter-trace-otlp-http"),
+    import("@opentelemetry/resources"),
+    import("@opentelemetry/sdk-trace-base"),
+    import("../../src/tracing/index.js"),
+  ]);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({
       "service.name": env.OTEL_SERVICE_NAME || app.config.serviceName,

@@ -78,6 +78,10 @@ export function createCors(config: CorsConfig): Cors {
       // When the answer depends on the Origin, every response says so, including those
       // without CORS headers: else a shared cache could hand one origin's answer to another.
       if (!wildcard) setResponseHeader(event, "vary", "Origin");
+      // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read
+      // of the parsed headers says so, where Headers#get lower-cases and validates the name first.
+      const nodeRequest = event.runtime?.node?.req;
+      if (nodeRequest !== undefined && nodeRequest.headers.origin === undefined) return;
       const origin = event.req.headers.get("origin");
       if (origin === null) return;
       if (allowOrigin(event, origin) && exposeHeaders) {
