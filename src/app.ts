@@ -18,7 +18,7 @@ import { createCors, type Cors } from "./internal/cors.js";
 import { joinPath } from "./internal/path.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./internal/error-response.js";
 import { compileRoute } from "./internal/handler.js";
-import { setResponseHeader } from "./internal/headers.js";
+import { JSON_HEADERS, setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
 import { LoadShedder } from "./internal/load-shed.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
@@ -249,7 +249,7 @@ export class App implements Router {
     if (reason === undefined || (!this.config.disableHealth && new URL(request.url).pathname === "/health")) return undefined;
     shedder.record(reason, this.#inflight);
     this.#metrics?.observeShed?.(reason);
-    return new Response(OVERLOADED_BODY, { status: 503, headers: { "content-type": "application/json", "retry-after": shedder.retryAfter } });
+    return new Response(OVERLOADED_BODY, { status: 503, headers: { ...JSON_HEADERS, "retry-after": shedder.retryAfter } });
   }
 
   /**

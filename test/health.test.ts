@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { App, checkHealth, get, type HealthChecker, type KConfig } from "../src/index.js";
 import { describeBoth } from "./helpers/both.js";
 import { captureLogs, requestLine } from "./helpers/logs.js";
+import { delay } from "./helpers/child.js";
 
 const up = (name: string): HealthChecker => ({ name, check: () => undefined });
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function appWith(checkers: HealthChecker[], config: KConfig = {}): App {
   const app = new App({ serviceName: "orders", version: "2.3.4", logger: captureLogs().logger, ...config });
@@ -85,7 +85,7 @@ describe("GET /health report", () => {
   });
 
   it("uses 500 ms per checker by default", async () => {
-    const app = appWith([{ name: "slow", check: async () => void (await sleep(10_000)) }]);
+    const app = appWith([{ name: "slow", check: async () => void (await delay(10_000)) }]);
     expect(app.config.healthTimeout).toBe(500);
     const result = await health(app);
     expect(result.body).toMatchObject({ checks: { slow: "DOWN: timed out after 500ms" } });
@@ -101,7 +101,7 @@ describe("GET /health report", () => {
       async check() {
         running++;
         peak = Math.max(peak, running);
-        await sleep(50);
+        await delay(50);
         running--;
       },
     });

@@ -3,8 +3,8 @@ import { describe, expect, it } from "vitest";
 import { App, get } from "../src/index.js";
 import { definePrometheus } from "../src/metrics/index.js";
 import { captureLogs } from "./helpers/logs.js";
+import { delay } from "./helpers/child.js";
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("load shedding", () => {
   it("rejects with 503 and Retry-After past maxInflight, serves /health, counts and logs it, recovers", async () => {
@@ -26,6 +26,8 @@ describe("load shedding", () => {
     const rejected = await app.request("/slow");
     expect(rejected.status).toBe(503);
     expect(rejected.headers.get("retry-after")).toBe("3");
+    // A JSON body like every other: the same headers, nosniff included.
+    expect(rejected.headers.get("x-content-type-options")).toBe("nosniff");
     expect(await rejected.json()).toMatchObject({ code: "SERVICE_UNAVAILABLE", message: "the service is overloaded: retry later" });
     expect((await app.request("/health")).status).toBe(200);
     release();
@@ -50,7 +52,7 @@ describe("load shedding", () => {
       // A blocked event loop, as a CPU-heavy request would leave it.
     }
     // The overdue sampling timer runs first in this timers phase.
-    await sleep(0);
+    await delay(0);
     const rejected = await app.request("/work");
     expect(rejected.status).toBe(503);
     expect(rejected.headers.get("retry-after")).toBe("1");
@@ -58,7 +60,7 @@ describe("load shedding", () => {
     expect(logs.lines().find((line) => line.includes("load shedding"))).toMatch(/load shedding: event-loop delay \d+ms over 50ms: 1 request\(s\) rejected/);
     let status = 503;
     for (let i = 0; i < 100 && status === 503; i++) {
-      await sleep(20);
+      await delay(20);
       status = (await app.request("/work")).status;
     }
     expect(status).toBe(200);
@@ -73,7 +75,7 @@ describe("load shedding", () => {
       return { ok: true };
     }));
     const all = Array.from({ length: 50 }, () => app.request("/slow"));
-    await sleep(10);
+    await delay(10);
     release();
     expect(new Set((await Promise.all(all)).map((r) => r.status))).toEqual(new Set([200]));
   });

@@ -3,6 +3,7 @@ import { App } from "../src/index.js";
 import { defineDatabaseModule, defineSQLHealthChecker, defineSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
 import { captureLogs } from "./helpers/logs.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { delay } from "./helpers/child.js";
 
 let pg: TestPostgres;
 let admin: SQLDatabase;
@@ -14,7 +15,6 @@ const open = (url: string, max?: number) => {
 };
 type Row = { id: string; writer: string };
 const table = (db: SQLDatabase, seed?: Row[]) => defineSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Rows of pg_stat_activity running `pg_sleep` (other than the probe itself). */
 async function sleepers(): Promise<{ pid: number; state: string }[]> {
@@ -27,7 +27,7 @@ async function until<T>(probe: () => Promise<T>, ok: (value: T) => boolean, what
     const value = await probe();
     if (ok(value)) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(value)}`);
-    await sleep(50);
+    await delay(50);
   }
 }
 

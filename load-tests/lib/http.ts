@@ -50,4 +50,4 @@ export async function cpuUsage(origin: string): Promise<CpuUsage> {
   return { user, system };
 }
 
-export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+export { delay as sleep } from "../../test/helpers/child.js";

@@ -1,4 +1,5 @@
 import type { App, ShutdownReport } from "../../src/index.js";
+import { delay } from "./child.js";
 
 /** A running App on a real socket. */
 export interface Listening {
@@ -11,7 +12,6 @@ export interface Listening {
   stop(): Promise<ShutdownReport>;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * Calls `app.listen()` (configure the app with port 0) and waits until the port is bound.
@@ -29,7 +29,7 @@ export async function listenOn(app: App, timeoutMs = 10_000): Promise<Listening>
     if (typeof outcome === "object") throw outcome.error;
     if (outcome === "resolved") throw new Error("listen() resolved before the server was up");
     if (Date.now() > deadline) throw new Error(`server not listening after ${timeoutMs}ms`);
-    await sleep(5);
+    await delay(5);
     port = app.port;
   }
   const url = `http://127.0.0.1:${port}`;
