@@ -1,3 +1,4 @@
+import { workerStatsMessage } from "../src/internal/worker-stats.js";
 import type { Logger } from "../src/logger.js";
 import type { WorkerHandle } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
@@ -36,7 +37,7 @@ export class MemoryLimit {
     this.#windowMs = options.windowMs;
     this.#logger = options.logger;
     this.#replace = options.replace;
-    options.pool.onWorker((handle) => handle.channel.on("stats", ({ rss }) => this.#check(handle, rss)));
+    options.pool.onWorker((handle) => handle.channel.on(workerStatsMessage, ({ rss }) => this.#check(handle, rss)));
   }
 
   #check(handle: WorkerHandle, rss: number): void {

@@ -1,5 +1,5 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
-import type { WorkerStats } from "../src/internal/worker-stats.js";
+import { workerStatsMessage, type WorkerStats } from "../src/internal/worker-stats.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
@@ -56,7 +56,7 @@ export class StatusBoard {
     this.#pool = pool;
     this.#options = options;
     this.#host = host;
-    pool.onWorker((handle) => handle.channel.on("stats", (stats) => this.#record(handle, stats)));
+    pool.onWorker((handle) => handle.channel.on(workerStatsMessage, (stats) => this.#record(handle, stats)));
   }
 
   /** The latest report of a worker, if it sent one. */

@@ -1,4 +1,5 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from "node:perf_hooks";
+import { defineIpcMessage } from "./ipc.js";
 import type { PrimaryChannel } from "./worker-link.js";
 
 /** One worker's load, sent to the primary every heartbeat period for `keelson status`. */
@@ -17,13 +18,8 @@ export interface WorkerStats {
   requests: number;
 }
 
-// Registers the message type on the typed channel: the core protocol in ipc.ts stays as it is.
-declare module "./ipc.js" {
-  interface WorkerMessages {
-    /** Periodic load figures, see WorkerStats. */
-    stats: WorkerStats;
-  }
-}
+/** The stats message: an integration's own IPC type, not part of the core protocol. */
+export const workerStatsMessage = defineIpcMessage<WorkerStats>("status:stats");
 
 /** The request counters the App keeps anyway (two integer updates per request). */
 export interface RequestLoad {
@@ -47,7 +43,7 @@ export function reportWorkerStats(primary: PrimaryChannel, load: RequestLoad, pe
     const mean = lateness(delay.count > 0 ? delay.mean : 0);
     const p99 = lateness(delay.count > 0 ? delay.percentile(99) : 0);
     delay.reset();
-    primary.send("stats", {
+    primary.send(workerStatsMessage, {
       rss: memory.rss, heapUsed: memory.heapUsed, elu: elu.utilization,
       delayMeanMs: round(mean), delayP99Ms: round(p99), inflight: load.inflight(), requests: load.requests(),
     });
