@@ -2,21 +2,71 @@
 // Every mode runs the servers from dist/ (make build-bench) and shares lib/; `make bench` runs
 // `peers`, `make bench MODE=supervisor` another mode. Load scenarios with verdicts are a vitest
 // project instead (`make scenarios`).
-const MODES: Record<string, { what: string; module: string }> = {
-  peers: { what: "keelson against h3, fastify, hono and node:http: req/CPU-s, latency, RSS, cold start", module: "./modes/peers.js" },
-  instructions: { what: "instructions per request under valgrind (callgrind), noise-free", module: "./modes/instructions.js" },
-  supervisor: { what: "1 vs 2 workers, worker replacement and rolling reload times, idle RSS", module: "./modes/supervisor.js" },
-  shutdown: { what: "SIGTERM to exit, idle and under load", module: "./modes/shutdown.js" },
-  tracing: { what: "the tracer's and the collector's cost per request, in-process (run node with --expose-gc)", module: "./modes/tracing.js" },
+import { ALL_TARGETS, PEERS_OPTIONS } from "./lib/args.js";
+
+const TARGETS = `subset of: ${ALL_TARGETS.join(",")} (default all)`;
+const MODES: Record<string, { what: string; module: string; options: readonly string[] }> = {
+  peers: {
+    what: "keelson against h3, fastify, hono and node:http: req/CPU-s, latency, RSS, cold start",
+    module: "./modes/peers.js",
+    options: PEERS_OPTIONS,
+  },
+  instructions: {
+    what: "instructions per request under valgrind (callgrind), noise-free",
+    module: "./modes/instructions.js",
+    options: [
+      `--targets a,b,...  ${TARGETS}`,
+      "--requests N       counted requests per scenario (default 8000)",
+      "--warmup N         uncounted warm-up requests, all routes mixed (default 20000)",
+    ],
+  },
+  supervisor: {
+    what: "1 vs 2 workers, worker replacement and rolling reload times, idle RSS",
+    module: "./modes/supervisor.js",
+    options: [
+      "--duration S       seconds of load per measurement (default 10)",
+      "--connections N    autocannon connections (default 50)",
+      "--runs N           runs per measurement (default 3)",
+      "--root DIR         a directory with its own dist/ and node_modules/ (default this checkout)",
+    ],
+  },
+  shutdown: {
+    what: "SIGTERM to exit, idle and under load",
+    module: "./modes/shutdown.js",
+    options: ["--runs N           runs per case (default 5)", "--connections N    autocannon connections (default 50)"],
+  },
+  tracing: {
+    what: "the tracer's and the collector's cost per request, in-process (run node with --expose-gc)",
+    module: "./modes/tracing.js",
+    options: ["--requests N       requests per variant and round (default 5000)", "--rounds N         interleaved rounds (default 15)"],
+  },
 };
 
-const [first] = process.argv.slice(2);
+function usage(only?: string): string {
+  const modes = Object.entries(MODES).filter(([name]) => only === undefined || name === only);
+  const lines = [`Usage: node --import tsx load-tests/bench.ts [mode] [flags]   (mode defaults to peers)`, ""];
+  for (const [name, { what, options }] of modes) {
+    lines.push(`${name}: ${what}`, ...options.map((option) => `  ${option}`), "");
+  }
+  return lines.join("\n");
+}
+
+const args = process.argv.slice(2);
+const [first] = args;
+const wantsHelp = args.includes("--help") || args.includes("-h") || first === "help";
+if (wantsHelp && (first === undefined || first.startsWith("-") || first === "help")) {
+  console.log(usage());
+  process.exit(0);
+}
 const mode = first === undefined || first.startsWith("-") ? "peers" : first;
 const chosen = MODES[mode];
 if (chosen === undefined) {
-  console.error(`unknown mode "${mode}". Modes:`);
-  for (const [name, { what }] of Object.entries(MODES)) console.error(`  ${name.padEnd(13)} ${what}`);
+  console.error(`unknown mode "${mode}".\n\n${usage()}`);
   process.exit(2);
+}
+if (wantsHelp) {
+  console.log(usage(mode));
+  process.exit(0);
 }
 // The mode reads its own flags from process.argv, as if it had been started directly.
 if (mode === first) process.argv.splice(2, 1);

@@ -26,18 +26,22 @@ export interface Config {
   viaTsx: boolean;
 }
 
+/** The peers mode's flags, one line each (also printed by `bench.ts --help`). */
+export const PEERS_OPTIONS = [
+  "--rounds N         interleaved rounds (default 3)",
+  "--duration S       measured seconds per scenario (default 3)",
+  "--warmup S         discarded warm-up seconds per server start, all routes mixed (default 2)",
+  `--targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all)`,
+  "--connections N    autocannon connections (default 50)",
+  "--pipelining N     autocannon pipelining factor (default 10)",
+  "--cold-starts N    starts per target for the cold-start median (default 5)",
+  "--seed N           seed of the round-3+ shuffles (default 42)",
+  "--tsx              run server sources through tsx instead of transpiled JS",
+];
+
 export const USAGE = `Usage: node --import tsx load-tests/bench.ts [peers] [flags]
 
-  --rounds N         interleaved rounds (default 3)
-  --duration S       measured seconds per scenario (default 3)
-  --warmup S         discarded warm-up seconds per server start, all routes mixed (default 2)
-  --targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all)
-  --connections N    autocannon connections (default 50)
-  --pipelining N     autocannon pipelining factor (default 10)
-  --cold-starts N    starts per target for the cold-start median (default 5)
-  --seed N           seed of the round-3+ shuffles (default 42)
-  --tsx              run server sources through tsx instead of transpiled JS
-  --help             this text`;
+${[...PEERS_OPTIONS, "--help             this text"].map((line) => `  ${line}`).join("\n")}`;
 
 function positive(name: string, raw: string | undefined, fallback: number, integer: boolean): number {
   if (raw === undefined) return fallback;

@@ -56,8 +56,19 @@ process.on("exit", () => {
   fs.rmSync(logDir, { recursive: true, force: true });
 });
 
-/** Sends exactly `amount` requests of `scenarios` (round-robin); fails on any error or non-2xx. */
-function fire(origin: string, scenarios: readonly Scenario[], amount: number): Promise<number> {
+interface Fired {
+  /** Responses received. */
+  answered: number;
+  /** Connection errors and timeouts (autocannon reconnects and goes on). */
+  errors: number;
+}
+
+/**
+ * Sends `amount` requests of `scenarios` (round-robin). A non-2xx answer fails the run (the
+ * targets would not be doing the same work); connection errors, which the server's ~50x slowdown
+ * under valgrind causes now and then, are returned for the caller to judge.
+ */
+function fire(origin: string, scenarios: readonly Scenario[], amount: number): Promise<Fired> {
   return new Promise((resolve, reject) => {
     autocannon({
       url: origin, connections: 10, pipelining: 10, amount, timeout: 120,
@@ -66,11 +77,14 @@ function fire(origin: string, scenarios: readonly Scenario[], amount: number): P
       })),
     }, (error, result) => {
       if (error) reject(error);
-      else if (result.errors > 0 || result.non2xx > 0) reject(new Error(`${result.errors} errors, ${result.non2xx} non-2xx`));
-      else resolve(result.requests.total);
+      else if (result.non2xx > 0) reject(new Error(`${result.non2xx} non-2xx answers`));
+      else resolve({ answered: result.requests.total, errors: result.errors });
     });
   });
 }
+
+// A counted window with connection errors is thrown away and run again, this many times at most.
+const COUNTED_ATTEMPTS = 3;
 
 /** Callgrind's own summary of the instructions counted so far (it resets on each dump). */
 function dumpInstructions(pid: number, outFile: string): number {
@@ -81,6 +95,23 @@ function dumpInstructions(pid: number, outFile: string): number {
   if (!summary) throw new Error(`no callgrind summary in ${latest ?? "(no dump)"}`);
   for (const f of dumps) fs.rmSync(path.join(path.dirname(outFile), f), { force: true });
   return Number(summary[1]);
+}
+
+/**
+ * Instructions per answered request over one counted window. A window with connection errors is
+ * discarded (its requests may have been half-handled) and run again; after COUNTED_ATTEMPTS the
+ * last one is kept, divided by the answers it got, with a warning.
+ */
+async function countedWindow(pid: number, outFile: string, run: () => Promise<Fired>, what: string): Promise<number> {
+  for (let attempt = 1; ; attempt++) {
+    const fired = await run();
+    const instructions = dumpInstructions(pid, outFile);
+    if (fired.errors === 0 || attempt === COUNTED_ATTEMPTS) {
+      if (fired.errors > 0) console.warn(`  warning: ${what}: ${fired.errors} connection errors in every one of ${attempt} attempts; kept the last, per answered request`);
+      return instructions / fired.answered;
+    }
+    console.warn(`  ${what}: ${fired.errors} connection errors in the counted window, run again (${attempt}/${COUNTED_ATTEMPTS})`);
+  }
 }
 
 async function measure(target: string): Promise<Map<string, number>> {
@@ -103,6 +134,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   });
   const origin = `http://127.0.0.1:${port}`;
   const pid = child.pid!;
+  // Uncounted: a connection error here only costs a few warm-up requests.
   await fire(origin, SCENARIOS, warmup);
   execFileSync("callgrind_control", ["--instr=on", String(pid)], { stdio: "ignore" });
   const perRequest = new Map<string, number>();
@@ -111,8 +143,7 @@ async function measure(target: string): Promise<Map<string, number>> {
     // in a steady state (no garbage or half-optimised code left over from the previous scenario).
     await fire(origin, [scenario], Math.max(1000, Math.round(requests / 4)));
     dumpInstructions(pid, outFile);
-    const sent = await fire(origin, [scenario], requests);
-    perRequest.set(scenario.name, dumpInstructions(pid, outFile) / sent);
+    perRequest.set(scenario.name, await countedWindow(pid, outFile, () => fire(origin, [scenario], requests), `${target} ${scenario.name}`));
   }
   child.kill("SIGKILL");
   return perRequest;
