@@ -11,7 +11,10 @@ export class StandardReasonResponse<Request extends IncomingMessage = IncomingMe
 const writeHead = ServerResponse.prototype.writeHead;
 
 // Assigned rather than declared with `override`: writeHead's overloads cannot be restated in a subclass.
+// node's writeHead reads its arguments by position, never by count, so an undefined `headers` passed
+// on is the same as one left out: a plain call, no argument array per response.
 StandardReasonResponse.prototype.writeHead = function (this: ServerResponse, statusCode: number, reason?: unknown, headers?: unknown) {
-  const phrase = reason === "" ? (STATUS_CODES[statusCode] ?? "") : reason;
-  return Reflect.apply(writeHead, this, headers === undefined ? [statusCode, phrase] : [statusCode, phrase, headers]) as ServerResponse;
+  return (writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse).call(
+    this, statusCode, reason === "" ? (STATUS_CODES[statusCode] ?? "") : reason, headers,
+  );
 } as ServerResponse["writeHead"];
