@@ -1,6 +1,8 @@
 // Rate limits in-process: headers on every limited response, 429s, fixed and sliding windows on an
 // injected clock, keys and proxies, misuse, store failures, and how few store calls the leases make.
 import { describe, expect, it } from "vitest";
+import type { IpcHandler, IpcRequestType } from "../src/internal/ipc.js";
+import { installRateLimits } from "../supervisor/rate-limits.js";
 import { captureLogs } from "./helpers/logs.js";
 import { App, MemoryRateLimitStore, get, rateLimit, type RateLimitOptions, type RateLimitStore, type RateLimitTake } from "../src/index.js";
 
@@ -161,5 +163,20 @@ describe("rateLimit", () => {
     expect(errors.join("\n")).toContain("keelson: rate limit 5-in-1min: connection refused (allowing requests)");
     expect(errors.join("\n")).toContain("did not answer within 20ms");
     expect(errors.join("\n")).not.toContain("at ");
+  });
+
+  it("the primary's handler grants from one count for every worker and refuses malformed requests", async () => {
+    let serve: IpcHandler<RateLimitTake, unknown> | undefined;
+    installRateLimits({ handle: <P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>) => {
+      expect(type.name).toBe("ratelimit:take");
+      serve = handler as unknown as IpcHandler<RateLimitTake, unknown>;
+    } });
+    const take: RateLimitTake = { key: "api:1", limit: 100, windowMs: MINUTE, algorithm: "fixed", now: T0, want: 1_000_000 };
+    // A worker asking for more than a quarter of what is left gets the quarter.
+    expect(await serve!(take)).toEqual({ granted: 25, remaining: 75, resetMs: MINUTE, retryMs: 0 });
+    expect(await serve!({ ...take, want: 10 })).toEqual({ granted: 10, remaining: 65, resetMs: MINUTE, retryMs: 0 });
+    for (const bad of [{ ...take, limit: 0 }, { ...take, key: 7 }, { ...take, algorithm: "token" }, { ...take, now: Number.NaN }, null]) {
+      expect(() => serve!(bad as RateLimitTake)).toThrow("malformed ratelimit:take request");
+    }
   });
 });

@@ -81,6 +81,10 @@ interface Counts {
  * The in-memory store: the one a single process uses, and the authoritative one the supervisor's
  * primary keeps for all its workers. Keys of windows that no longer count are swept once per
  * window length, so memory follows the keys seen in the last two windows.
+ *
+ * @example
+ * // a test that must not share counts with others
+ * app.use(rateLimit({ limit: 5, windowMs: 60_000, store: new MemoryRateLimitStore() }));
  */
 export class MemoryRateLimitStore {
   readonly #counts = new Map<string, Counts>();
