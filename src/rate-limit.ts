@@ -42,7 +42,10 @@ export interface RateLimitOptions {
    * entry that many from the right; entries further left are whatever the client sent and are never trusted.
    */
   trustedProxies?: number;
-  /** Default: the supervisor's primary under `keelson start`, else this process's memory. */
+  /**
+   * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
+   * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
+   */
   store?: RateLimitStore;
   /** The largest lease taken from the store at once (default 10; 1 asks the store on every request). */
   batch?: number;
@@ -74,8 +77,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   let leases: Leases | undefined;
   let failures = 0;
   const open = () => {
-    // Decided at the first request: the App may be built before it knows it is a cluster worker.
-    const channel = cluster.isWorker ? getPrimaryChannel() : undefined;
+    // Only keelson's supervisor answers `ratelimit:take`: another node:cluster primary (PM2's
+    // cluster mode) would leave every lease to time out, so its workers count in memory instead.
+    const channel = cluster.isWorker && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
     const store = options.store ?? (channel ? primaryRateLimitStore(channel) : new MemoryRateLimitStore());
     return new Leases(store, { limit, windowMs, algorithm, batch, clock: options.clock ?? Date.now, timeoutMs: options.storeTimeoutMs ?? 1000 });
   };

@@ -36,4 +36,17 @@ describe("rate limits under the supervisor (4 real workers)", () => {
     expect(leases).toBeLessThanOrEqual(60);
     await child.stop();
   }, 120_000);
+
+  it("workers of another node:cluster primary (PM2-like) count in their own memory instead of waiting on leases nobody grants", async () => {
+    const port = await freePort();
+    const child = spawnChild([process.execPath, "--import", "tsx", "test/fixtures/plain-cluster-primary.ts"],
+      { cwd: ROOT, env: { NODE_ENV: "production", RATE_LIMIT: "5", PORT: String(port) } });
+    await child.waitFor(/2 plain workers listening/, { timeoutMs: 60_000 });
+    const hits = await hitMany([port], 60, 4);
+    // 5 per worker: a limiter waiting on the unanswered IPC would time out and fail open (60 served).
+    expect(hits.filter((h) => h.status === 200)).toHaveLength(10);
+    expect(hits.filter((h) => h.status === 429)).toHaveLength(50);
+    expect(child.lines(/ratelimit:take sent/)).toHaveLength(0);
+    await child.stop();
+  }, 120_000);
 });
