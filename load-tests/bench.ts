@@ -2,7 +2,7 @@
 // Every mode runs the servers from dist/ (make build-bench) and shares lib/; `make bench` runs
 // `peers`, `make bench MODE=supervisor` another mode. Load scenarios with verdicts are a vitest
 // project instead (`make scenarios`).
-import { ALL_TARGETS, PEERS_OPTIONS } from "./lib/args.js";
+import { ALL_TARGETS, PEERS_OPTIONS, VARIANT_TARGETS } from "./lib/args.js";
 
 const TARGETS = `subset of: ${ALL_TARGETS.join(",")} (default all)`;
 const MODES: Record<string, { what: string; module: string; options: readonly string[] }> = {
@@ -15,7 +15,7 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
     what: "instructions per request under valgrind (callgrind), noise-free",
     module: "./modes/instructions.js",
     options: [
-      `--targets a,b,...  ${TARGETS}`,
+      `--targets a,b,...  ${TARGETS}; variants only when named: ${VARIANT_TARGETS.join(",")}`,
       "--requests N       counted requests per scenario (default 8000)",
       "--warmup N         uncounted warm-up requests, all routes mixed (default 20000)",
     ],
