@@ -182,6 +182,29 @@ describe("trace context", () => {
     expect(span.spanContext().traceState?.get("vendor")).toBe("abc");
   });
 
+  it("continues a traceparent on a real socket, where repeated tracestate headers are joined as one list", async () => {
+    const app = new App({ port: 0, logger: captureLogs("json").logger });
+    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
+    const server = await listenOn(app);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const req = httpRequest({ port: server.port, host: "127.0.0.1", path: "/books/1" }, (res) => res.resume().on("end", resolve));
+        req.on("error", reject);
+        req.setHeader("traceparent", `00-${TRACE_ID}-${PARENT_ID}-01`);
+        req.setHeader("tracestate", ["vendor=abc", "other=x"]);
+        req.end();
+      });
+      const span = onlyServerSpan();
+      expect(span.spanContext().traceId).toBe(TRACE_ID);
+      expect(span.parentSpanContext?.spanId).toBe(PARENT_ID);
+      expect(span.spanContext().traceState?.get("vendor")).toBe("abc");
+      expect(span.spanContext().traceState?.get("other")).toBe("x");
+    } finally {
+      await server.stop();
+    }
+  });
+
   it("makes handler spans children of the server span", async () => {
     const { app } = buildApp();
     await app.request("/books/7", { headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` } });

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
 import type { CorsConfig } from "../config.js";
-import { setResponseHeader } from "./headers.js";
+import { readRequestHeader, setResponseHeader } from "./headers.js";
 
 const DEFAULT_METHODS = ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"];
 const DEFAULT_MAX_AGE = 600;
@@ -78,11 +78,8 @@ export function createCors(config: CorsConfig): Cors {
       // When the answer depends on the Origin, every response says so, including those
       // without CORS headers: else a shared cache could hand one origin's answer to another.
       if (!wildcard) setResponseHeader(event, "vary", "Origin");
-      // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read
-      // of the parsed headers says so, where Headers#get lower-cases and validates the name first.
-      const nodeRequest = event.runtime?.node?.req;
-      if (nodeRequest !== undefined && nodeRequest.headers.origin === undefined) return;
-      const origin = event.req.headers.get("origin");
+      // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read.
+      const origin = readRequestHeader(event, "origin");
       if (origin === null) return;
       if (allowOrigin(event, origin) && exposeHeaders) {
         setResponseHeader(event, "access-control-expose-headers", exposeHeaders);

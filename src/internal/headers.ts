@@ -11,6 +11,19 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
   else event.res.headers.set(name, value);
 }
 
+/**
+ * A request header, or null. On Node it is read from node's parsed header object: Headers#get
+ * lower-cases and checks the name first, and for an absent header also runs a regex. Only for
+ * lower-case names that node, like Headers, joins with ", " when repeated: not content-type,
+ * user-agent, authorization, host and the other single-value headers, of which node keeps the first.
+ */
+export function readRequestHeader(event: H3Event, name: string): string | null {
+  const nodeHeaders = event.runtime?.node?.req.headers;
+  if (nodeHeaders === undefined) return event.req.headers.get(name);
+  const value = nodeHeaders[name];
+  return typeof value === "string" ? value : null;
+}
+
 /** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */
 export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
   const res = event.runtime?.node?.res;

@@ -5,6 +5,7 @@ import {
 } from "@opentelemetry/api";
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
+import { readRequestHeader } from "../internal/headers.js";
 import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
 import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
 import {
@@ -100,7 +101,7 @@ class OpenTelemetryTracer implements Tracer {
     const method = event.req.method;
     const known = normalizeMethod(method) !== OTHER_METHOD;
     const methodName = known ? method : OTHER_METHOD_SPAN_NAME;
-    const span = new RequestSpan(this.#tracer.startSpan(methodName, SERVER_SPAN, this.#parent(event.req.headers)), methodName);
+    const span = new RequestSpan(this.#tracer.startSpan(methodName, SERVER_SPAN, this.#parent(event)), methodName);
     // Nothing records it (no SDK, or sampled out): skip the attribute work entirely.
     if (!span.recording) return span;
     const url = event.url;
@@ -152,11 +153,11 @@ class OpenTelemetryTracer implements Tracer {
   }
 
   /** The incoming trace context, or the root (a new trace) when absent or invalid. */
-  #parent(headers: Headers): Context {
-    if (this.#propagator !== undefined) return this.#propagator.extract(ROOT_CONTEXT, headers, HEADERS_GETTER);
-    const traceparent = headers.get("traceparent");
+  #parent(event: H3Event): Context {
+    if (this.#propagator !== undefined) return this.#propagator.extract(ROOT_CONTEXT, event.req.headers, HEADERS_GETTER);
+    const traceparent = readRequestHeader(event, "traceparent");
     if (traceparent === null) return ROOT_CONTEXT;
-    const remote = readTraceparent(traceparent, () => headers.get("tracestate"));
+    const remote = readTraceparent(traceparent, () => readRequestHeader(event, "tracestate"));
     return remote === undefined ? ROOT_CONTEXT : trace.setSpanContext(ROOT_CONTEXT, remote);
   }
 }
