@@ -6,6 +6,7 @@ const MODES: Record<string, { what: string; module: string }> = {
   peers: { what: "keelson against h3, fastify, hono and node:http: req/CPU-s, latency, RSS, cold start", module: "./modes/peers.js" },
   instructions: { what: "instructions per request under valgrind (callgrind), noise-free", module: "./modes/instructions.js" },
   supervisor: { what: "1 vs 2 workers, worker replacement and rolling reload times, idle RSS", module: "./modes/supervisor.js" },
+  startup: { what: "process start to serving: the example under the CLI with 1 and 4 workers, compile cache empty/warm, vs bare h3", module: "./modes/startup.js" },
   shutdown: { what: "SIGTERM to exit, idle and under load", module: "./modes/shutdown.js" },
   tracing: { what: "the tracer's and the collector's cost per request, in-process (run node with --expose-gc)", module: "./modes/tracing.js" },
 };
