@@ -22,6 +22,8 @@ import { JSON_HEADERS, setResponseHeader } from "./internal/headers.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
 import { LoadShedder } from "./internal/load-shed.js";
 import { handleSignals } from "./internal/lifecycle-signals.js";
+import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
+import { JobScheduler } from "./jobs/scheduler.js";
 import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js";
 import { RequestState } from "./internal/request-state.js";
 import { newLogger, type Logger } from "./logger.js";
@@ -81,6 +83,7 @@ export class App implements Router {
   /** Built from `#routes` when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
   #metrics: MetricsCollector | undefined;
+  #jobs: JobScheduler | undefined;
   readonly #shedder: LoadShedder | undefined;
   #inflight = 0;
   #requests = 0;
@@ -216,6 +219,25 @@ export class App implements Router {
   registerScheduler(scheduler: Scheduler): this {
     this.#schedulers.push(scheduler);
     return this.onShutdown((signal) => scheduler.stop(signal), `scheduler #${this.#schedulers.length}`);
+  }
+
+  /**
+   * Runs `run` on a schedule (`cron` or `every`) from `listen()` to the shutdown, which aborts
+   * and awaits a run in progress within its budget. Under the supervisor, `runOn: "one"`
+   * (default) runs each tick on one worker, `"each"` on every worker (docs/jobs.md).
+   *
+   * @example
+   * app.schedule({ name: "purge-sessions", cron: "0 * * * *", run: ({ signal }) => sessions.purgeExpired(signal) });
+   */
+  schedule(options: JobOptions | Job): this {
+    const job = defineJob(options);
+    if (this.#lifecycle.state !== "created") throw new Error(`cannot schedule job ${job.name}: the server has started (schedule jobs before listen())`);
+    if (this.#jobs === undefined) {
+      this.#jobs = new JobScheduler({ logger: this.logger, metrics: () => this.#metrics });
+      this.registerScheduler(this.#jobs);
+    }
+    this.#jobs.add(job);
+    return this;
   }
 
   registerHealthChecker(checker: HealthChecker): this {
