@@ -64,7 +64,7 @@ describe("defineJob / app.schedule: misuse fails at once", () => {
       const check = () => (app.port === undefined ? setTimeout(check, 10) : resolve());
       check();
     });
-    expect(() => app.schedule({ name: "y", every: 1000, run })).toThrow("cannot schedule job y: the server has started");
+    expect(() => app.schedule({ name: "y", every: 1000, run: noop })).toThrow("cannot schedule job y: the server has started");
   });
 });
 
