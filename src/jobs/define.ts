@@ -1,4 +1,5 @@
-import { Cron } from "croner";
+import { createRequire } from "node:module";
+import type { Cron as CronClass } from "croner";
 import type { Logger } from "../logger.js";
 
 /** Where a job runs under the supervisor: on one worker per tick, or on every worker. */
@@ -59,12 +60,20 @@ export interface JobSpec {
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
+let Cron: typeof CronClass | undefined;
+
+/** croner, loaded at the first cron job: an App (or a supervisor) without one never loads it. */
+function loadCron(): typeof CronClass {
+  Cron ??= (createRequire(import.meta.url)("croner") as { Cron: typeof CronClass }).Cron;
+  return Cron;
+}
+
 /** The first tick of `spec` strictly after `after`; throws on a pattern croner rejects. */
 export function tickClock(spec: JobSpec): (after: Date) => Date {
   const { every, cron } = spec;
   if (every !== undefined) return (after) => new Date((Math.floor(after.getTime() / every) + 1) * every);
   // paused: croner only computes dates here; keelson's own clock decides when to run.
-  const pattern = new Cron(cron ?? "", { paused: true, timezone: spec.timezone });
+  const pattern = new (loadCron())(cron ?? "", { paused: true, timezone: spec.timezone });
   return (after) => {
     const next = pattern.nextRun(after);
     if (next === null) throw new Error(`cron pattern "${cron}" has no next run`);
