@@ -233,8 +233,11 @@ export class App implements Router {
     const job = defineJob(options);
     if (this.#lifecycle.state !== "created") throw new Error(`cannot schedule job ${job.name}: the server has started (schedule jobs before listen())`);
     if (this.#jobs === undefined) {
-      this.#jobs = new JobScheduler({ logger: this.logger, metrics: () => this.#metrics });
-      this.registerScheduler(this.#jobs);
+      const jobs = (this.#jobs = new JobScheduler({ logger: this.logger, metrics: () => this.#metrics }));
+      this.#schedulers.push(jobs);
+      // First of the hooks, whenever scheduled: runs in progress are work in flight, like requests in
+      // the drain, and need what later hooks close (the database) or report (the final metrics).
+      this.#hooks.unshift({ name: "scheduled jobs: finish the runs in progress", hook: (signal) => jobs.stop(signal) });
     }
     this.#jobs.add(job);
     return this;

@@ -23,8 +23,8 @@ interface Schedule {
   readonly workers: Set<WorkerHandle>;
 }
 
-/** Ticks that may wait behind a running one; an older one is skipped beyond that. */
-const MAX_WAITING = 3;
+/** Ticks that may wait behind a running one (a slow run, a starved machine); an older one is skipped beyond that. */
+const MAX_WAITING = 10;
 
 /**
  * The primary's side of `runOn: "one"` jobs: it runs each job's clock and hands every tick to

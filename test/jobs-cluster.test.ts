@@ -12,12 +12,13 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
 afterEach(() => killAllChildren());
 
-async function startJobs(workers: number, env: Record<string, string>): Promise<Child> {
+async function startJobs(workers: number, env: Record<string, string>): Promise<Child & { port: number }> {
   const port = await freePort();
   const run = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/jobs-app.ts",
-    "--port", String(port), "--workers", String(workers)], { cwd: ROOT, env: { NODE_ENV: "development", ...env }, group: true });
+    "--port", String(port), "--workers", String(workers), "--metrics-port", "0"],
+    { cwd: ROOT, env: { NODE_ENV: "development", ...env }, group: true });
   await run.waitFor(/worker\(s\) ready in/, { timeoutMs: 60_000 });
-  return run;
+  return Object.assign(run, { port });
 }
 
 /** Ticks in the file, as epoch ms, in the order they were run. */
@@ -58,6 +59,14 @@ describe("jobs under the supervisor", () => {
     await run.waitFor(/reload complete: 4 worker\(s\) replaced/, { from: mark, timeoutMs: 90_000 });
     // About 20 s of ticks in all, the last few on the new workers only.
     await waitForLines(run, /JOB started/, 20, 0);
+    // Runs are counted in the workers' registries and summed by the primary, departed workers included.
+    const before = runTicks(file).length;
+    const metrics = await (await fetch(`http://127.0.0.1:${run.port}/metrics`)).text();
+    const counted = Number(/^keelson_job_runs_total\{job="tick",outcome="success"\} (\d+)$/m.exec(metrics)?.[1]);
+    const byKilled = readFileSync(file, "utf8").split("\n").filter((line) => line.endsWith(` ${pid}`)).length;
+    expect(counted).toBeGreaterThanOrEqual(before - byKilled);
+    expect(counted).toBeLessThanOrEqual(runTicks(file).length);
+    expect(metrics).toMatch(/^keelson_job_duration_seconds_count\{job="tick",outcome="success"\} \d+$/m);
     run.kill("SIGTERM");
     expect(await run.exited).toMatchObject({ code: 0, signal: null });
     const ticks = runTicks(file);

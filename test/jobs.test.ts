@@ -116,6 +116,25 @@ describe("app.schedule: runs in the process", () => {
     expect(report.clean).toBe(true);
   });
 
+  it("runs in progress are awaited before every shutdown hook, also those registered before schedule()", async () => {
+    const { app } = newApp(10_000);
+    const events: string[] = [];
+    app.onShutdown(() => void events.push("database closed"), "database: close");
+    let started = false;
+    app.schedule({
+      name: "uses-db", every: 1000,
+      run: async () => {
+        started = true;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+        events.push("run ended");
+      },
+    });
+    void app.listen();
+    await until(() => started);
+    await app.close();
+    expect(events).toEqual(["run ended", "database closed"]);
+  });
+
   it("a run still going at the shutdown deadline gets the abort, and is logged and counted as aborted", async () => {
     const { app, lines } = newApp(1000);
     const metrics = definePrometheus({ defaultMetrics: false });
