@@ -8,6 +8,7 @@ import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { MemoryLimit } from "./memory-limit.js";
 import { JobDispatcher } from "./jobs.js";
 import { installClusterMetrics } from "./metrics.js";
+import { installRateLimits } from "./rate-limits.js";
 import { serveMetricsPort } from "./metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
@@ -90,6 +91,7 @@ export class Supervisor {
     });
     this.#jobs = new JobDispatcher(this.#pool, this.logger);
     serveMetricsPort(this, installClusterMetrics(this));
+    installRateLimits(this);
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
