@@ -47,7 +47,8 @@ describe("jobs under the supervisor", () => {
   it("4 workers, every second, a worker SIGKILLed mid-run and a rolling reload: each tick runs exactly once", async () => {
     const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
     const file = join(dir, "runs.log");
-    const run = await startJobs(4, { JOBS_FILE: file, JOBS_HANG_FLAG: join(dir, "hung") });
+    const eachFile = join(dir, "each.log");
+    const run = await startJobs(4, { JOBS_FILE: file, JOBS_HANG_FLAG: join(dir, "hung"), JOBS_EACH_FILE: eachFile });
     // The first run hangs: kill its worker while it runs.
     const hanging = await run.waitFor(/JOB hanging \S+ pid \d+/, { timeoutMs: 60_000 });
     const [, tick, pid] = /JOB hanging (\S+) pid (\d+)/.exec(hanging) ?? [];
@@ -79,6 +80,12 @@ describe("jobs under the supervisor", () => {
     const ticks = runTicks(file);
     expect(ticks).toContain(Date.parse(tick ?? ""));
     expectEachTickOnce(ticks, 18);
+    // runOn "each": every worker runs each tick, once.
+    const each = readFileSync(eachFile, "utf8").split("\n").filter(Boolean);
+    expect(new Set(each).size).toBe(each.length);
+    const perTick = new Map<string, number>();
+    for (const line of each) perTick.set(line.split(" ")[0] ?? "", (perTick.get(line.split(" ")[0] ?? "") ?? 0) + 1);
+    expect(Math.max(...perTick.values())).toBeGreaterThanOrEqual(4);
     // The reload replaced workers while ticks kept coming: runs happened on old and new workers.
     expect(new Set(readFileSync(file, "utf8").split("\n").filter(Boolean).map((line) => line.split(" ")[1])).size).toBeGreaterThan(2);
   }, 400_000);
