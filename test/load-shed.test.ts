@@ -90,6 +90,7 @@ describe("load shedding", () => {
     // The next turn starts a new clock.
     await delay(0);
     expect((await app.request("/work")).status).toBe(200);
+    await delay(0);
     expect(await (await app.request("/metrics")).text()).toMatch(/^keelson_requests_shed_total\{reason="queue_delay"\} 1$/m);
     expect(logs.lines().find((line) => line.includes("load shedding"))).toMatch(
       /load shedding: queue delay: reached after \d+ms of other work in the same event-loop turn, limit 20ms: 1 request\(s\) rejected/,
