@@ -23,6 +23,10 @@ export {
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";
+export {
+  MemoryRateLimitStore, rateLimit,
+  type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
+} from "./rate-limit.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./results.js";
 export {

@@ -7,6 +7,7 @@ import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { MemoryLimit } from "./memory-limit.js";
 import { installClusterMetrics } from "./metrics.js";
+import { installRateLimits } from "./rate-limits.js";
 import { serveMetricsPort } from "./metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
@@ -87,6 +88,7 @@ export class Supervisor {
       replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
     serveMetricsPort(this, installClusterMetrics(this));
+    installRateLimits(this);
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
