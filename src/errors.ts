@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: "Unsupported media type" },
   VALIDATION_ERROR: { status: 422, message: "Validation failed" },
   TOO_MANY_REQUESTS: { status: 429, message: "Too many requests" },
+  RATE_LIMITED: { status: 429, message: "Rate limit exceeded: retry after the time in Retry-After" },
   INTERNAL_ERROR: { status: 500, message: "Internal server error" },
   SERVICE_UNAVAILABLE: { status: 503, message: "Service unavailable" },
 } as const satisfies Record<string, ErrorCodeInfo>;

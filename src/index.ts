@@ -16,6 +16,7 @@ export {
   type SpanAttributeValue, type Tracer, type Translator,
 } from "./integrations.js";
 export type { ShutdownReport } from "./internal/lifecycle.js";
+export { defineJob, type Job, type JobContext, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
   type LogFormat, type LogWriter, type RequestLogEntry,
@@ -23,6 +24,10 @@ export {
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";
+export {
+  MemoryRateLimitStore, rateLimit,
+  type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
+} from "./rate-limit.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./results.js";
 export {

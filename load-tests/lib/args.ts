@@ -5,6 +5,12 @@ import type { Scenario } from "./types.js";
 /** Round 1 runs in this order; later rounds reverse or shuffle it. */
 export const ALL_TARGETS = ["node-http", "h3", "fastify", "fastify-logger", "hono", "keelson", "keelson-otel"];
 
+/**
+ * Variants measured only where asked for by name (`--targets`), never in the default peer
+ * comparison: keelson with one more feature on, against the plain `keelson` target.
+ */
+export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit"];
+
 /** Targets whose bundled cold start `make bench` also measures: keelson's full stack and its baseline. */
 export const BUNDLED_TARGETS: readonly string[] = ["h3", "keelson"];
 

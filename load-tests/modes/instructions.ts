@@ -5,6 +5,7 @@
 // requests one event-loop turn handles), so targets are compared within one run.
 //
 //   node --import tsx load-tests/bench.ts instructions [--targets h3,keelson] [--requests 8000] [--warmup 20000]
+//   (variants such as keelson-ratelimit only when named: --targets keelson,keelson-ratelimit)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
 // (all routes, enough for V8 to optimise the hot path) run uninstrumented; then, per scenario,
@@ -20,7 +21,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { ALL_TARGETS, SCENARIOS } from "../lib/args.js";
+import { ALL_TARGETS, SCENARIOS, VARIANT_TARGETS } from "../lib/args.js";
 import { builtServers } from "../lib/build.js";
 import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
 import { freePort } from "../lib/server.js";
@@ -37,8 +38,9 @@ const { values } = parseArgs({
 const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
-if (targets.some((t) => !ALL_TARGETS.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${ALL_TARGETS.join(",")}] [--requests N] [--warmup N]`);
+const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N]`);
   process.exit(2);
 }
 try {
