@@ -67,7 +67,7 @@ dev: $(STAMP)
 build-bench: build
 	npx tsc -p tsconfig.bench.json
 
-# MODE=peers (default), instructions, supervisor, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
+# MODE=peers (default), instructions, supervisor, startup, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
 MODE ?= peers
 bench: build-bench
 	node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)

@@ -30,6 +30,15 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
       "--root DIR         a directory with its own dist/ and node_modules/ (default this checkout)",
     ],
   },
+  startup: {
+    what: "process start to serving: the example under the CLI with 1 and 4 workers, compile cache empty/warm, vs bare h3",
+    module: "./modes/startup.js",
+    options: [
+      "--runs N           interleaved rounds (default 10)",
+      "--workers a,b      worker counts to start under the CLI (default 1,4)",
+      "--root DIR         a directory with its own dist/ and node_modules/ (default this checkout)",
+    ],
+  },
   shutdown: {
     what: "SIGTERM to exit, idle and under load",
     module: "./modes/shutdown.js",

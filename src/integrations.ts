@@ -10,6 +10,11 @@ export interface MetricsCollector {
   observeRequest(method: string, route: string, status: number, durationSeconds: number): void;
   /** A request rejected by load shedding (never routed, so not observed as a request); `reason` is a ShedReason. */
   observeShed?(reason: string): void;
+  /**
+   * A run of a scheduled job ended (`app.schedule()`); `outcome` is `success`, `failure`,
+   * `aborted` or `skipped` (then `durationSeconds` is undefined: nothing ran).
+   */
+  observeJob?(job: string, outcome: string, durationSeconds: number | undefined): void;
 }
 
 /** The `route` value passed to metrics collectors and tracers for requests that matched no route. */

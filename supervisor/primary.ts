@@ -6,6 +6,7 @@ import { setLogOrigin } from "../src/internal/log-origin.js";
 import { flushAllLoggers, type Logger } from "../src/logger.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { MemoryLimit } from "./memory-limit.js";
+import { JobDispatcher } from "./jobs.js";
 import { installClusterMetrics } from "./metrics.js";
 import { installRateLimits } from "./rate-limits.js";
 import { serveMetricsPort } from "./metrics-port.js";
@@ -48,6 +49,7 @@ export class Supervisor {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog;
   readonly #board: StatusBoard;
+  readonly #jobs: JobDispatcher;
   #control: Promise<ControlServer | undefined> | undefined;
   readonly #memory: MemoryLimit | undefined;
   #finish!: (report: StopReport) => void;
@@ -87,6 +89,7 @@ export class Supervisor {
       limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, pool: this.#pool,
       replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
+    this.#jobs = new JobDispatcher(this.#pool, this.logger);
     serveMetricsPort(this, installClusterMetrics(this));
     installRateLimits(this);
   }
@@ -236,6 +239,7 @@ export class Supervisor {
   async #stop(reason: string): Promise<StopReport> {
     const started = performance.now();
     this.#pool.close();
+    this.#jobs.stop();
     this.#watchdog.stop();
     const handles = Array.from(this.#pool.live);
     this.logger.info("stopping (%s): draining %d worker(s)", reason, handles.length);

@@ -159,6 +159,26 @@ describe("docker/Dockerfile", () => {
     expect(bad.npm.some((line) => line.startsWith("install "))).toBe(false);
   });
 
+  it("ships a compile cache made as the runtime user on the runtime's paths and Node, read-only to the service", () => {
+    const cache = getStageEnv(runtime).NODE_COMPILE_CACHE ?? "";
+    const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "";
+    expect(cache.startsWith(`${workdir}/`), cache).toBe(true);
+    const stage = dockerfile.stages.find((s) => s.name === copiedFrom(runtime, cache.slice(workdir.length + 1))) as Stage;
+    expect(stage, "the cache is copied in from a stage of its own").toBeDefined();
+    // Node keys the cache by file path and content, its own version and the uid: all as at run time.
+    expect(stage.image).toBe(runtime.image);
+    expect(getInstructions(stage, "WORKDIR").at(-1)?.args).toBe(workdir);
+    expect(getStageEnv(stage).NODE_COMPILE_CACHE).toBe(cache);
+    expect(copiedFrom(stage, "dist")).toBe(copiedFrom(runtime, "dist"));
+    expect(copiedFrom(stage, "node_modules")).toBe(copiedFrom(runtime, "node_modules"));
+    const user = getInstructions(stage, "USER").at(-1);
+    expect(user?.args).toBe(getInstructions(runtime, "USER").at(-1)?.args);
+    expect(getInstructions(stage, "RUN").some((r) => r.line > (user?.line ?? Infinity) && r.args.includes("warm-compile-cache.mjs"))).toBe(true);
+    // Copied in without --chown: owned by root, so the service cannot write code V8 would then load.
+    const copy = getInstructions(runtime, "COPY").find((c) => c.args.includes(`--from=${stage.name}`));
+    expect(copy?.args).not.toMatch(/--chown/);
+  });
+
   it("runs as a numeric non-root user", () => {
     const user = getInstructions(runtime, "USER").at(-1);
     expect(user).toBeDefined();

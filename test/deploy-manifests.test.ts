@@ -173,12 +173,18 @@ describe("docker/k8s", () => {
     }
   });
 
-  it("gives the compile cache a writable /tmp under the read-only root filesystem", () => {
+  it("uses the image's compile cache as its user, and gives /tmp (control socket) a volume under the read-only root filesystem", () => {
     expect(container.securityContext?.readOnlyRootFilesystem).toBe(true);
-    // The keelson CLI keeps V8's compile cache in <os.tmpdir()>/node-compile-cache unless NODE_COMPILE_CACHE says otherwise.
-    const cacheDir = env.NODE_COMPILE_CACHE?.value ?? "/tmp/node-compile-cache";
-    const mount = (container.volumeMounts ?? []).find((m) => cacheDir === m.mountPath || cacheDir.startsWith(`${m.mountPath}/`));
-    expect(mount, `a volume mounted over ${cacheDir}`).toBeDefined();
+    // The image ships V8's compile cache (NODE_COMPILE_CACHE in its ENV), made as the image's USER:
+    // Node keys it by uid, so the pod runs as that uid and does not point the cache elsewhere.
+    const image = readDockerfile(join(ROOT, "docker/Dockerfile")).stages.at(-1) as Stage;
+    expect(getStageEnv(image).NODE_COMPILE_CACHE).toBeDefined();
+    expect(env.NODE_COMPILE_CACHE).toBeUndefined();
+    const imageUser = image.instructions.filter((i) => i.keyword === "USER").at(-1)?.args.split(":")[0];
+    expect(String(container.securityContext?.runAsUser ?? pod.securityContext?.runAsUser)).toBe(imageUser);
+    // The supervisor's control socket goes under <os.tmpdir()>.
+    const mount = (container.volumeMounts ?? []).find((m) => m.mountPath === "/tmp");
+    expect(mount, "a volume mounted over /tmp").toBeDefined();
     expect(mount?.readOnly).not.toBe(true);
     expect(pod.volumes?.find((v) => v.name === mount?.name)?.emptyDir).toBeDefined();
   });

@@ -1,8 +1,9 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { builtinModules, createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -101,7 +102,9 @@ function runHealthcheck(env: Record<string, string>): number | null {
 
 function baseEnv(port: number, extra: Record<string, string> = {}): Record<string, string> {
   // Kernel-assigned ports, the metrics port too: a fixed one could be taken on the test machine.
-  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", ...imageEnv, ...extra, PORT: String(port), KEELSON_METRICS_PORT: "0" };
+  // Image paths in the ENV (NODE_COMPILE_CACHE) mapped like the command's: nothing is written outside the checkout.
+  const env = Object.fromEntries(Object.entries(imageEnv).map(([name, value]) => [name, toHost(value)]));
+  return { PATH: process.env.PATH ?? "/usr/bin:/bin", HOME: process.env.HOME ?? "/", ...env, ...extra, PORT: String(port), KEELSON_METRICS_PORT: "0" };
 }
 
 describe("the image's start command, on the host", () => {
@@ -187,6 +190,34 @@ describe("the image's start command, on the host", () => {
     expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
     expect(bodies.join("\n")).toContain("GET /hello");
   });
+});
+
+describe("the image's compile cache", () => {
+  it("is made by the compile-cache stage's start of the image's command, and the next start compiles nothing it covers", async () => {
+    const stage = dockerfile.stages.find((s) => s.name === "compile-cache") as Stage;
+    const run = getInstructions(stage, "RUN").find((r) => r.args.includes("warm-compile-cache.mjs"));
+    expect(run, "the compile-cache stage runs scripts/warm-compile-cache.mjs").toBeDefined();
+    // The stage's command, up to the `&&`: node warm-compile-cache.mjs <the image's command without node> [flags].
+    const [node, script, ...args] = (run?.args.split("&&")[0] ?? "").trim().split(/\s+/);
+    expect([node, script]).toEqual(["node", "warm-compile-cache.mjs"]);
+    expect(args.slice(0, 3)).toEqual(getImageCommand(runtime).slice(1));
+    const cache = mkdtempSync(join(tmpdir(), "keelson-compile-cache-"));
+    cleanups.push(async () => rmSync(cache, { recursive: true, force: true }));
+    const warm = spawnSync(process.execPath, [join(ROOT, "scripts", script ?? ""), ...args], {
+      cwd: ROOT, encoding: "utf8", timeout: 150_000,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, ...getStageEnv(stage), NODE_COMPILE_CACHE: cache, PORT: String(await freePort()), KEELSON_METRICS_PORT: "0" },
+    });
+    expect(warm.status, warm.stdout + warm.stderr).toBe(0);
+
+    // Node reports each module's cache lookup on stderr with NODE_DEBUG_NATIVE=COMPILE_CACHE.
+    const app = await startImage(baseEnv(await freePort(), { WORKERS: "1", NODE_COMPILE_CACHE: cache, NODE_DEBUG_NATIVE: "COMPILE_CACHE" }));
+    process.kill(app.pid, "SIGTERM");
+    expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
+    const lookups = [...app.output().matchAll(/V8 code cache for \w+ file:\/\/\S+?\/(dist\/\S+|node_modules\/\S+) (was accepted|was not initialized|was rejected)/g)];
+    const accepted = lookups.filter((m) => m[2] === "was accepted").map((m) => m[1]);
+    expect(accepted).toEqual(expect.arrayContaining(["dist/supervisor/primary.js", "dist/src/app.js", "dist/examples/bookstore/main.js", "node_modules/h3/dist/_entries/node.mjs"]));
+    expect(lookups.filter((m) => m[2] !== "was accepted").map((m) => m[1])).toEqual([]);
+  }, 240_000);
 });
 
 describe("the runtime image's packages", () => {

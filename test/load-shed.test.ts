@@ -5,7 +5,6 @@ import { definePrometheus } from "../src/metrics/index.js";
 import { captureLogs } from "./helpers/logs.js";
 import { delay } from "./helpers/child.js";
 
-
 describe("load shedding", () => {
   it("rejects with 503 and Retry-After past maxInflight, serves /health, counts and logs it, recovers", async () => {
     const logs = captureLogs();
@@ -64,6 +63,38 @@ describe("load shedding", () => {
       status = (await app.request("/work")).status;
     }
     expect(status).toBe(200);
+  });
+
+  it("rejects a request reached after more than maxQueueDelay of other work in the same event-loop turn", async () => {
+    const logs = captureLogs();
+    const app = new App({ logger: logs.logger, loadShedding: { maxEventLoopDelay: 60_000, maxQueueDelay: 20 } });
+    app.use(definePrometheus({ defaultMetrics: false }));
+    app.route(get("/spin", () => {
+      const until = performance.now() + 100;
+      while (performance.now() < until) {
+        // Synchronous work, as a CPU-heavy handler does.
+      }
+      return { ok: true };
+    }));
+    app.route(get("/work", () => ({ ok: true })));
+    expect((await app.request("/work")).status).toBe(200);
+    await delay(0);
+    // No macrotask between these: one event-loop turn, as requests read from sockets in one poll phase.
+    expect((await app.request("/spin")).status).toBe(200);
+    const rejected = await app.request("/work");
+    expect((await app.request("/health")).status).toBe(200);
+    expect(rejected.status).toBe(503);
+    expect(rejected.headers.get("retry-after")).toBe("1");
+    expect(rejected.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(await rejected.json()).toMatchObject({ code: "SERVICE_UNAVAILABLE" });
+    // The next turn starts a new clock.
+    await delay(0);
+    expect((await app.request("/work")).status).toBe(200);
+    await delay(0);
+    expect(await (await app.request("/metrics")).text()).toMatch(/^keelson_requests_shed_total\{reason="queue_delay"\} 1$/m);
+    expect(logs.lines().find((line) => line.includes("load shedding"))).toMatch(
+      /load shedding: queue delay: reached after \d+ms of other work in the same event-loop turn, limit 20ms: 1 request\(s\) rejected/,
+    );
   });
 
   it("is off by default: any number of requests in flight is served", async () => {

@@ -63,12 +63,12 @@ export async function startServer(spec: LaunchSpec, timeoutMs = 15_000): Promise
 }
 
 /**
- * Milliseconds from spawn to the first 200 on GET /hello, polling with a fresh
+ * Milliseconds from spawn to the first 200 on GET `path` (default /hello), polling with a fresh
  * connection every 5 ms (the READY line is ignored: this is what a client sees).
  */
-export async function coldStart(spec: LaunchSpec, timeoutMs = 15_000): Promise<number> {
+export async function coldStart(spec: LaunchSpec, timeoutMs = 15_000, path = "/hello"): Promise<number> {
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}/hello`;
+  const url = `http://127.0.0.1:${port}${path}`;
   const started = performance.now();
   const child = launch(spec, port);
   try {
@@ -78,7 +78,7 @@ export async function coldStart(spec: LaunchSpec, timeoutMs = 15_000): Promise<n
       if (res?.status === 200) return performance.now() - started;
       await sleep(5);
     }
-    throw new Error(`no 200 on GET /hello within ${timeoutMs} ms\n${tail(child)}`);
+    throw new Error(`no 200 on GET ${path} within ${timeoutMs} ms\n${tail(child)}`);
   } finally {
     await child.stop(3_000);
   }

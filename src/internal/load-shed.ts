@@ -5,6 +5,12 @@ import type { Logger } from "../logger.js";
 export interface LoadSheddingOptions {
   /** Event-loop delay: how late the last sampling tick ran, ms. Default 100. */
   maxEventLoopDelay?: number;
+  /**
+   * Queue delay, ms: a request the event loop reaches only after this much other work in the same
+   * turn has waited at least that long in the socket queue, and is rejected. Checked per request,
+   * not sampled. Default: `maxEventLoopDelay`.
+   */
+  maxQueueDelay?: number;
   /** Event-loop utilisation over the last sample, 0..1. Default: off (a busy worker on time is not saturated). */
   maxEventLoopUtilization?: number;
   /** Requests being served at once. Default: off. */
@@ -16,7 +22,7 @@ export interface LoadSheddingOptions {
 }
 
 /** Why a request was shed: also the `reason` label of the shed counter. */
-export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "inflight";
+export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "inflight" | "queue_delay";
 
 const WARN_EVERY_MS = 5000;
 
@@ -24,14 +30,21 @@ const WARN_EVERY_MS = 5000;
  * Decides, per request, whether the worker is too busy to take it. The event loop is sampled on a
  * timer (the delay is how late the timer itself ran, the utilisation comes from
  * `performance.eventLoopUtilization`), so a request only reads a flag and compares the in-flight
- * count. The decision holds until the next sample: a saturated worker is re-checked every period. Rejections are logged at most
- * once per 5 s, with how many there were.
+ * count. The decision holds until the next sample: a saturated worker is re-checked every period.
+ *
+ * The sample alone reacts a period late: a CPU-bound worker that is on time at one tick accepts
+ * every request for the next period, and the ones that queued behind that work are rejected only
+ * after waiting for it. So each request also gets its own queue delay: the first request checked in
+ * an event-loop turn starts a clock (a `setImmediate` stops it once the turn's I/O is done), and a
+ * request checked later in the same turn has waited in the socket queue for at least the work done
+ * since. Rejections are logged at most once per 5 s, with how many there were.
  */
 export class LoadShedder {
   readonly retryAfter: string;
   readonly #maxDelay: number | undefined;
   readonly #maxElu: number | undefined;
   readonly #maxInflight: number;
+  readonly #maxQueueDelay: number;
   readonly #logger: Logger;
   readonly #period: number;
   readonly #timer: NodeJS.Timeout;
@@ -41,11 +54,18 @@ export class LoadShedder {
   #detail = "";
   #shedSinceWarn = 0;
   #lastWarn = Number.NEGATIVE_INFINITY;
+  /** When the first request of the current event-loop turn was checked; undefined between turns. */
+  #turnStart: number | undefined;
+  #queueDelay = 0;
+  readonly #endTurn = (): void => {
+    this.#turnStart = undefined;
+  };
 
   constructor(options: LoadSheddingOptions, logger: Logger) {
     this.#maxDelay = options.maxEventLoopDelay ?? 100;
     this.#maxElu = options.maxEventLoopUtilization;
     this.#maxInflight = options.maxInflight ?? Number.POSITIVE_INFINITY;
+    this.#maxQueueDelay = options.maxQueueDelay ?? this.#maxDelay ?? 100;
     this.retryAfter = String(options.retryAfter ?? 1);
     this.#logger = logger;
     this.#period = options.sampleInterval ?? 100;
@@ -55,7 +75,19 @@ export class LoadShedder {
 
   /** The reason to reject a request now, or undefined to serve it. */
   check(inflight: number): ShedReason | undefined {
-    return this.#saturated ?? (inflight >= this.#maxInflight ? "inflight" : undefined);
+    return this.#saturated ?? (inflight >= this.#maxInflight ? "inflight" : this.#checkQueueDelay());
+  }
+
+  #checkQueueDelay(): ShedReason | undefined {
+    const now = performance.now();
+    if (this.#turnStart === undefined) {
+      this.#turnStart = now;
+      // Check phase: after every socket the poll phase read in this turn.
+      setImmediate(this.#endTurn);
+      return undefined;
+    }
+    this.#queueDelay = now - this.#turnStart;
+    return this.#queueDelay > this.#maxQueueDelay ? "queue_delay" : undefined;
   }
 
   stop(): void {
@@ -84,7 +116,9 @@ export class LoadShedder {
     this.#shedSinceWarn++;
     const now = performance.now();
     if (now - this.#lastWarn < WARN_EVERY_MS) return;
-    const why = reason === "inflight" ? `${inflight} request(s) in flight, limit ${this.#maxInflight}` : this.#detail;
+    const why = reason === "inflight" ? `${inflight} request(s) in flight, limit ${this.#maxInflight}`
+      : reason === "queue_delay" ? `queue delay: reached after ${this.#queueDelay.toFixed(0)}ms of other work in the same event-loop turn, limit ${this.#maxQueueDelay}ms`
+      : this.#detail;
     this.#logger.warn("load shedding: %s: %d request(s) rejected with 503 since the last warning", why, this.#shedSinceWarn);
     this.#lastWarn = now;
     this.#shedSinceWarn = 0;

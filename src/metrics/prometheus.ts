@@ -1,4 +1,4 @@
-import { Counter, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../internal/headers.js";
@@ -164,6 +164,32 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
       });
       shed.inc({ reason });
     },
+    observeJob: jobMetrics(registry, prefix),
+  };
+}
+
+/** Upper bounds in seconds of `keelson_job_duration_seconds`: jobs take from milliseconds to an hour. */
+const JOB_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600];
+
+/**
+ * `keelson_job_runs_total{job,outcome}` and `keelson_job_duration_seconds{job,outcome}`, registered
+ * at the first run (an App without jobs exposes neither).
+ */
+function jobMetrics(registry: Registry, prefix: string): NonNullable<MetricsCollector["observeJob"]> {
+  let runs: Counter | undefined;
+  let duration: Histogram | undefined;
+  return (job, outcome, seconds) => {
+    runs ??= new Counter({
+      name: `${prefix}keelson_job_runs_total`, help: "Runs of scheduled jobs, by job and outcome (success, failure, aborted, skipped).",
+      labelNames: ["job", "outcome"], registers: [registry],
+    });
+    runs.inc({ job, outcome });
+    if (seconds === undefined) return;
+    duration ??= new Histogram({
+      name: `${prefix}keelson_job_duration_seconds`, help: "How long runs of scheduled jobs took, by job and outcome.",
+      labelNames: ["job", "outcome"], buckets: JOB_DURATION_BUCKETS, registers: [registry],
+    });
+    duration.observe({ job, outcome }, seconds);
   };
 }
 

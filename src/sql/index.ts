@@ -3,4 +3,5 @@ export { defineDatabaseModule, defineSQLHealthChecker, type SQLHealthCheckerOpti
 export { openPostgres, type PostgresOptions } from "./postgres.js";
 export { defineSQLRateLimitStore, type SQLRateLimitStoreOptions } from "./rate-limit-store.js";
 export { defineSQLRepository, type ColumnType, type SQLRepository, type SQLRepositoryOptions } from "./repository.js";
+export { defineSQLJobStore, type SQLJobStoreOptions } from "./job-store.js";
 export { openSQLite, type SQLiteOptions } from "./sqlite.js";

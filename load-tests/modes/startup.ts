@@ -1,0 +1,89 @@
+// Start-up benchmark: process start to serving, for the example as `make run` and the image start it
+// (the built CLI: node dist/supervisor/cli.js start dist/examples/bookstore/main.js --workers N) and
+// for one example process without the supervisor, against bare h3 in the same interleaved rounds.
+// Needs make build-bench (dist/ with the bench servers).
+//   node --import tsx load-tests/bench.ts startup [--runs 10] [--workers 1,4] [--root DIR]
+// Each CLI start runs twice per round: with an empty compile cache (a container's first start) and
+// with a warm one (every later start, and an image that ships its cache). Prints a Markdown table.
+import * as fs from "node:fs";
+import { cpus, loadavg, tmpdir } from "node:os";
+import * as path from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { killAllChildren } from "../../test/helpers/child.js";
+import { builtServers } from "../lib/build.js";
+import { startCluster } from "../lib/cluster.js";
+import { request } from "../lib/http.js";
+import { coldStart, type LaunchSpec } from "../lib/server.js";
+import { median } from "../lib/stats.js";
+
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const { values } = parseArgs({
+  options: {
+    runs: { type: "string", default: "10" },
+    workers: { type: "string", default: "1,4" },
+    root: { type: "string", default: ROOT },
+  },
+});
+const RUNS = Number(values.runs);
+const WORKERS = values.workers.split(",").map(Number);
+if (!(RUNS > 0) || WORKERS.some((n) => !Number.isInteger(n) || n < 1)) throw new Error("--runs and --workers take positive integers");
+process.on("exit", killAllChildren);
+
+const build = builtServers(values.root);
+const scratch = fs.mkdtempSync(path.join(tmpdir(), "keelson-bench-startup-"));
+const warmCache = path.join(scratch, "warm-cache");
+let emptyCaches = 0;
+const emptyCache = (): string => path.join(scratch, `empty-cache-${emptyCaches++}`);
+
+/** One server process (no supervisor): spawn → first 200 on `probe`. */
+const direct = (entry: string, probe: string, env: Record<string, string>) => (): Promise<number> => {
+  const spec: LaunchSpec = { target: entry, args: [entry], pinCpu: null, logDir: scratch, cwd: values.root, env };
+  return coldStart(spec, 30_000, probe);
+};
+
+/**
+ * The CLI with `workers` workers: spawn → the primary's "N worker(s) ready" line (every worker
+ * listening; the harness reads the log every 20 ms) → a 200 on GET /health.
+ */
+const supervised = (workers: number, cache: () => string) => async (): Promise<number> => {
+  const started = performance.now();
+  const cluster = await startCluster({
+    cwd: values.root, entry: "dist/examples/bookstore/main.js", workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
+  });
+  try {
+    const res = await request(`${cluster.origin}/health`, { timeoutMs: 5_000 });
+    if (res.status !== 200) throw new Error(`GET /health answered ${res.status} after the ready line`);
+    return performance.now() - started;
+  } finally {
+    await cluster.stop();
+  }
+};
+
+const variants: Array<{ label: string; run: () => Promise<number>; times: number[] }> = [
+  { label: "bare h3 (GET /hello)", run: direct(build.entry("h3"), "/hello", {}), times: [] },
+  { label: "example, one process, no compile cache", run: direct("dist/examples/bookstore/main.js", "/health", {}), times: [] },
+  { label: "example, one process, warm compile cache", run: direct("dist/examples/bookstore/main.js", "/health", { NODE_COMPILE_CACHE: warmCache }), times: [] },
+  ...WORKERS.flatMap((n) => [
+    { label: `CLI --workers ${n}, empty compile cache`, run: supervised(n, emptyCache), times: [] },
+    { label: `CLI --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache), times: [] },
+  ]),
+];
+
+const load = (): string => loadavg().map((l) => l.toFixed(1)).join(" ");
+console.error(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}; ${RUNS} interleaved runs; load average ${load()}`);
+// Untimed: fills the warm cache (workers write it when they exit).
+await supervised(1, () => warmCache)();
+for (let run = 0; run < RUNS; run++) {
+  for (const variant of run % 2 === 0 ? variants : variants.toReversed()) variant.times.push(await variant.run());
+}
+fs.rmSync(scratch, { recursive: true, force: true });
+build.remove();
+
+const h3 = median(variants[0]?.times ?? []) ?? 1;
+console.log(`### Start-up (median of ${RUNS} interleaved runs, Node ${process.version}, load average ${load()} at the end)\n`);
+console.log("| started | ready ms (median) | min | × bare h3 |\n| --- | --- | --- | --- |");
+for (const { label, times } of variants) {
+  const mid = median(times) ?? 0;
+  console.log(`| ${label} | ${mid.toFixed(0)} | ${Math.min(...times).toFixed(0)} | ${(mid / h3).toFixed(2)} |`);
+}
