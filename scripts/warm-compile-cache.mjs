@@ -4,7 +4,8 @@
 // runs that command with one worker, waits for the supervisor's "worker(s) ready" line, stops it with
 // SIGTERM and exits 0 once every process has exited (each one writes its cache entries as it exits).
 //
-// docker/Dockerfile runs it in a stage of its own, as the image's user: a container's file system starts
+// docker/Dockerfile runs it in a stage of its own, as the image's user, and so does the Dockerfile `keelson new`
+// writes (the script ships in the package: node_modules/keelson/scripts/): a container's file system starts
 // empty, so without a cache shipped in the image every pod's first start compiles every module again.
 // The cache is keyed by file path and content, Node version and user id: the stage uses the runtime's
 // paths, Node and uid. Modules loaded only under some configuration (the PostgreSQL driver, the
@@ -22,6 +23,7 @@ if (command.length === 0 || !cacheDir) {
 
 const child = spawn(process.execPath, command, {
   // One worker loads every module N would; port and metrics port are the image's defaults, free in a build.
+  // BOOKSTORE_DB: keelson's example keeps its catalogue in memory here instead of writing a file into the image.
   env: { WORKERS: "1", BOOKSTORE_DB: ":memory:", ...process.env },
   stdio: ["ignore", "pipe", "inherit"],
 });

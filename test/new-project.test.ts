@@ -29,6 +29,7 @@ let work: string;
 let tarball: string;
 let project: string;
 let tested = false;
+let served = false;
 
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "keelson-new-"));
@@ -93,9 +94,23 @@ describe("keelson new", () => {
       expect((await post({ text: 1 })).status).toBe(422);
       const metrics = await fetch(`${base}/metrics`);
       expect([metrics.status, (await metrics.text()).includes('http_request_duration_seconds_count{method="POST",route="/api/notes"')]).toEqual([200, true]);
+      served = true;
     } finally {
       service.kill("SIGTERM", { all: true });
       await service.exited;
     }
+  }, SLOW);
+
+  it("warms a compile cache the way its image's compile-cache stage does, with the script from the installed package", async () => {
+    expect(served, "make run served first (it builds dist/)").toBe(true);
+    const dockerfile = readFileSync(join(project, "Dockerfile"), "utf8");
+    const command = /^RUN (node node_modules\/keelson\/scripts\/warm-compile-cache\.mjs [^\\&\n]+)/m.exec(dockerfile)?.[1];
+    expect(command, "the compile-cache stage runs the packaged warm-up script").toBeDefined();
+    const cache = join(work, "compile-cache");
+    const port = await freePort();
+    const [, ...args] = (command ?? "").trim().split(/\s+/);
+    const warm = spawnChild([process.execPath, ...args], { cwd: project, env: { NODE_COMPILE_CACHE: cache, PORT: String(port), KEELSON_METRICS_PORT: "0" } });
+    expect((await warm.exited).code, warm.output()).toBe(0);
+    expect(warm.output()).toMatch(/warm-compile-cache: [1-9]\d+ entries/);
   }, SLOW);
 });
