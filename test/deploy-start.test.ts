@@ -209,11 +209,12 @@ describe("the image's compile cache", () => {
     });
     expect(warm.status, warm.stdout + warm.stderr).toBe(0);
 
-    // Node reports each module's cache lookup on stderr with NODE_DEBUG_NATIVE=COMPILE_CACHE.
+    // Node reports each module's cache lookup on stderr with NODE_DEBUG_NATIVE=COMPILE_CACHE: "V8 code
+    // cache for ESM file://… was accepted" on Node 24 and later, "cache for file://… was accepted" on 22.
     const app = await startImage(baseEnv(await freePort(), { WORKERS: "1", NODE_COMPILE_CACHE: cache, NODE_DEBUG_NATIVE: "COMPILE_CACHE" }));
     process.kill(app.pid, "SIGTERM");
     expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
-    const lookups = [...app.output().matchAll(/V8 code cache for \w+ file:\/\/\S+?\/(dist\/\S+|node_modules\/\S+) (was accepted|was not initialized|was rejected)/g)];
+    const lookups = [...app.output().matchAll(/cache for (?:\w+ )?file:\/\/\S+?\/(dist\/\S+|node_modules\/\S+) (was accepted|was not initialized|was rejected)/g)];
     const accepted = lookups.filter((m) => m[2] === "was accepted").map((m) => m[1]);
     expect(accepted).toEqual(expect.arrayContaining(["dist/supervisor/primary.js", "dist/src/app.js", "dist/examples/bookstore/main.js", "node_modules/h3/dist/_entries/node.mjs"]));
     expect(lookups.filter((m) => m[2] !== "was accepted").map((m) => m[1])).toEqual([]);
