@@ -57,6 +57,25 @@ function toSQLite(value: SQLValue): SQLInputValue {
 }
 
 /**
+ * `PRAGMA journal_mode = WAL`, retried while another process holds the lock. Two processes opening a
+ * new file at once can get SQLITE_BUSY here without the busy handler being called (SQLite does not
+ * wait inside a journal-mode change, to avoid a deadlock); CI saw it with two services starting on one file.
+ */
+function switchToWAL(db: DatabaseSync, busyTimeoutMs: number): void {
+  const deadline = Date.now() + busyTimeoutMs;
+  for (;;) {
+    try {
+      db.exec("PRAGMA journal_mode = WAL");
+      return;
+    } catch (error) {
+      if ((error as { errcode?: number }).errcode !== 5 || Date.now() >= deadline) throw error;
+      // A synchronous 10 ms pause: the database is opened synchronously, at import time.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    }
+  }
+}
+
+/**
  * Opens a SQLite database through `node:sqlite` (no dependency): the embedded default. Every
  * worker of a cluster may open the same file: it is switched to WAL (readers never wait for the
  * writer) and writers queue on the busy timeout instead of failing.
@@ -73,8 +92,9 @@ export function openSQLite(options: SQLiteOptions): SQLDatabase {
   if (!memory) mkdirSync(dirname(options.file), { recursive: true });
   const db: DatabaseSync = new (loadSQLite().DatabaseSync)(options.file);
   // busy_timeout first: switching to WAL takes a lock that another starting worker may hold.
-  db.exec(`PRAGMA busy_timeout = ${Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000))}`);
-  if (!memory) db.exec("PRAGMA journal_mode = WAL");
+  const busyTimeoutMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000));
+  db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
+  if (!memory) switchToWAL(db, busyTimeoutMs);
   // Durable at each checkpoint rather than each commit: the usual WAL setting (no corruption risk).
   db.exec("PRAGMA synchronous = NORMAL");
   const statements = new Map<string, StatementSync>();
