@@ -102,6 +102,36 @@ describe("server spans", () => {
     }
   });
 
+  it("reads user_agent.original on a real socket as Headers#get does: absent, one, or repeated ones joined", async () => {
+    const app = new App({ port: 0, logger: captureLogs("json").logger });
+    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.route(get("/ua", () => ({ ok: true })));
+    const server = await listenOn(app);
+    // Raw header pairs: node's parser keeps only the first User-Agent, Headers joins them all.
+    const userAgentOf = async (headers: string[]) => {
+      exporter.reset();
+      await new Promise<void>((resolve, reject) => {
+        httpRequest({ port: server.port, host: "127.0.0.1", path: "/ua", headers: ["Host", "127.0.0.1", ...headers] }, (res) => res.resume().on("end", resolve)).on("error", reject).end();
+      });
+      return onlyServerSpan().attributes["user_agent.original"];
+    };
+    try {
+      expect(await userAgentOf([])).toBeUndefined();
+      expect(await userAgentOf(["User-Agent", "curl/8.5.0"])).toBe("curl/8.5.0");
+      expect(await userAgentOf(["user-agent", "a/1", "USER-AGENT", "b/2"])).toBe("a/1, b/2");
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("splits each host anew when it is a prefix of the last one or the last one is its prefix", () => {
+    const sequence = ["http://h.example/x", "http://h.example:81/x", "http://h.example.org/", "http://h.example", "http://h.example?q", "http://h.ex/"];
+    for (const href of sequence) {
+      const url = new URL(href);
+      expect([splitHost(href, url.protocol)[0], splitHost(href, url.protocol)[1]], href).toEqual([url.hostname, url.port === "" ? undefined : Number(url.port)]);
+    }
+  });
+
   it("splits a host the way URL does, without building a URL", () => {
     for (const href of ["http://a.example/x", "http://A.Example:81/x?y", "https://[::1]:8443/", "http://[2001:db8::1]/p", "http://h:1#f", "http://h?q", "https://h:0443/"]) {
       const url = new URL(href);

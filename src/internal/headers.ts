@@ -24,6 +24,32 @@ export function readRequestHeader(event: H3Event, name: string): string | null {
   return typeof value === "string" ? value : null;
 }
 
+/**
+ * A request header that node keeps only the first of (user-agent, host, …), or null, with the
+ * value Headers#get gives: repeated ones joined with ", ". On Node it is read from node's parsed
+ * headers; only a repeated one goes through Headers, whose get() lower-cases the name, scans the
+ * raw headers and, for an absent header, runs a regex. `name` must be lower-case.
+ */
+export function readSingleRequestHeader(event: H3Event, name: string): string | null {
+  const req = event.runtime?.node?.req;
+  if (req === undefined) return event.req.headers.get(name);
+  const value = req.headers[name];
+  if (value === undefined) return null;
+  return typeof value === "string" && !isRepeated(req.rawHeaders, name) ? value : event.req.headers.get(name);
+}
+
+function isRepeated(rawHeaders: readonly string[], name: string): boolean {
+  let seen = false;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const key = rawHeaders[i]!;
+    if (key.length === name.length && (key === name || key.toLowerCase() === name)) {
+      if (seen) return true;
+      seen = true;
+    }
+  }
+  return false;
+}
+
 /** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */
 export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
   const res = event.runtime?.node?.res;

@@ -5,7 +5,7 @@ import {
 } from "@opentelemetry/api";
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
-import { readRequestHeader } from "../internal/headers.js";
+import { readRequestHeader, readSingleRequestHeader } from "../internal/headers.js";
 import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
 import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
 import {
@@ -114,7 +114,7 @@ class OpenTelemetryTracer implements Tracer {
     otel.setAttribute(ATTR_SERVER_ADDRESS, hostname);
     const port = explicitPort ?? DEFAULT_PORTS[url.protocol];
     if (port !== undefined) otel.setAttribute(ATTR_SERVER_PORT, port);
-    const userAgent = event.req.headers.get("user-agent");
+    const userAgent = readSingleRequestHeader(event, "user-agent");
     if (userAgent !== null) otel.setAttribute(ATTR_USER_AGENT_ORIGINAL, userAgent);
     return span;
   }
@@ -174,16 +174,24 @@ let lastSplit: readonly [hostname: string, port: number | undefined] = ["", unde
  */
 export function splitHost(href: string, protocol: string): readonly [hostname: string, port: number | undefined] {
   const start = protocol.length + 2;
+  // The usual request names the last host again: compared in place, with no scan and no slice.
+  if (lastHost !== undefined && href.startsWith(lastHost, start) && endsHost(href, start + lastHost.length)) return lastSplit;
   let end = start;
   while (end < href.length && href[end] !== "/" && href[end] !== "?" && href[end] !== "#") end++;
   const host = href.slice(start, end);
-  if (host === lastHost) return lastSplit;
   const colon = host.lastIndexOf(":");
   const hasPort = colon !== -1 && colon > host.lastIndexOf("]");
   const port = hasPort ? host.slice(colon + 1) : "";
   lastSplit = [(hasPort ? host.slice(0, colon) : host).toLowerCase(), port === "" ? undefined : Number(port)];
   lastHost = host;
   return lastSplit;
+}
+
+/** Whether a URL's host ends at `index`: the end of the href, or a `/`, `?` or `#`. */
+function endsHost(href: string, index: number): boolean {
+  if (index === href.length) return true;
+  const code = href.charCodeAt(index);
+  return code === 0x2f || code === 0x3f || code === 0x23;
 }
 
 /** `error.type`: a KError's code, an exception's class name, else the status code. */
