@@ -48,10 +48,11 @@ const direct = (entry: string, probe: string, env: Record<string, string>) => ()
  * The CLI with `workers` workers: spawn → the primary's "N worker(s) ready" line (every worker
  * listening; the harness reads the log every 20 ms) → a 200 on GET /health.
  */
-const supervised = (workers: number, cache: () => string) => async (): Promise<number> => {
+const supervised = (workers: number, cache: () => string, bundled = false) => async (): Promise<number> => {
   const started = performance.now();
   const cluster = await startCluster({
-    cwd: values.root, entry: "dist/examples/bookstore/main.js", workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
+    cwd: values.root, workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
+    ...(bundled ? { cli: "dist/bundle/keelson.mjs", entry: "dist/bundle/main.mjs" } : { entry: "dist/examples/bookstore/main.js" }),
   });
   try {
     const res = await request(`${cluster.origin}/health`, { timeoutMs: 5_000 });
@@ -97,6 +98,7 @@ const variants: Array<{ label: string; run: () => Promise<number>; times: number
   ...WORKERS.flatMap((n) => [
     { label: `CLI --workers ${n}, empty compile cache`, run: supervised(n, emptyCache), times: [] },
     { label: `CLI --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache), times: [] },
+    { label: `image command (bundled CLI) --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache, true), times: [] },
   ]),
 ];
 
