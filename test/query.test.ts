@@ -99,19 +99,19 @@ describe("ctx.pagination() with hostile keys", () => {
   });
 });
 
-describe("the coercion plan of a validated query", () => {
-  /** A zod schema whose JSON Schema conversions are counted. */
-  function counted() {
-    const schema = z.object({ limit: z.number().int() });
-    const converter = schema["~standard"].jsonSchema;
-    let conversions = 0;
-    const input = converter.input.bind(converter);
-    Object.defineProperty(schema["~standard"], "jsonSchema", {
-      value: { ...converter, input: (options: Parameters<typeof input>[0]) => (conversions++, input(options)) },
-    });
-    return { schema, conversions: () => conversions };
-  }
+/** A zod schema whose JSON Schema conversions are counted. */
+function counted() {
+  const schema = z.object({ limit: z.number().int() });
+  const converter = schema["~standard"].jsonSchema;
+  let conversions = 0;
+  const input = converter.input.bind(converter);
+  Object.defineProperty(schema["~standard"], "jsonSchema", {
+    value: { ...converter, input: (options: Parameters<typeof input>[0]) => (conversions++, input(options)) },
+  });
+  return { schema, conversions: () => conversions };
+}
 
+describe("the coercion plan of a validated query", () => {
   it("is built on the route's first request, once, not when the route is registered", async () => {
     const { schema, conversions } = counted();
     const app = new App({ logger: captureLogs().logger });
