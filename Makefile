@@ -30,8 +30,10 @@ $(PINNED_NODE):
 endif
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
+# dist/bundle: the example and the CLI bundled (keelson bundle), what the image runs.
 build: $(STAMP)
 	npm run build
+	node dist/supervisor/cli.js bundle dist/examples/bookstore/main.js --out dist/bundle
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor test examples load-tests

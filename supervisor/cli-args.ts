@@ -50,7 +50,8 @@ ${CONTROL_USAGE}
 ${DEV_USAGE}
 
 keelson client <entry> [--out DIR]   OpenAPI document + types for openapi-fetch (keelson client --help)
-keelson new <dir>                    a new project (keelson new --help)`;
+keelson new <dir>                    a new project (keelson new --help)
+keelson bundle <entry> [--out DIR]   the service and this CLI bundled for production (keelson bundle --help)`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,

@@ -21,8 +21,9 @@ const { runTool } = await import("./tools.js");
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
  * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
  */
-// One-shot tools (client, new) exit when done: a user module they load may hold handles open.
-if (process.argv[2] === "client" || process.argv[2] === "new") process.exit(await runTool(process.argv[2], process.argv.slice(3)));
+// One-shot tools (client, new, bundle) exit when done: a user module they load may hold handles open.
+const tool = process.argv[2];
+if (tool === "client" || tool === "new" || tool === "bundle") process.exit(await runTool(tool, process.argv.slice(3)));
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
   process.stdout.write(USAGE + "\n");

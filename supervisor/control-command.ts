@@ -1,13 +1,10 @@
-import { createConsola } from "consola";
+import type { ConsolaInstance } from "consola";
 import { parseArgs } from "node:util";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import { sendControl } from "./control-socket.js";
 import type { ReloadReport } from "./reload.js";
 import type { StatusReport } from "./status.js";
-
-/** consola for the commands a person types; their output is their purpose, so it is never hidden (consola's default is silent under NODE_ENV=test). */
-export const terminal = createConsola({ level: 3 });
-const consola = terminal;
+import { terminal } from "./terminal.js";
 
 /** `keelson status` / `keelson reload`, parsed. */
 export interface ControlCommand {
@@ -56,12 +53,12 @@ export async function runControlCommand(cli: ControlCommand): Promise<number> {
       if (!reply.ok || !("status" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
       if (cli.watchMs !== undefined && process.stdout.isTTY) process.stdout.write("\u001B[2J\u001B[H");
       if (cli.json) process.stdout.write(`${JSON.stringify(reply.status)}\n`);
-      else printStatus(reply.status);
+      else printStatus(reply.status, await terminal());
       if (cli.watchMs !== undefined) await new Promise((resolve) => setTimeout(resolve, cli.watchMs));
     } while (cli.watchMs !== undefined);
     return 0;
   } catch (error) {
-    consola.error((error as Error).message);
+    (await terminal()).error((error as Error).message);
     return 1;
   }
 }
@@ -71,7 +68,7 @@ async function runReload(cli: ControlCommand): Promise<number> {
   const reply = await sendControl(cli.socket, { command: "reload" }, 30 * 60_000);
   if (!reply.ok || !("reload" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
   if (cli.json) process.stdout.write(`${JSON.stringify(reply.reload)}\n`);
-  else printReload(reply.reload);
+  else printReload(reply.reload, await terminal());
   return reply.reload.ok ? 0 : 1;
 }
 
@@ -80,7 +77,7 @@ function describeReplaced(report: ReloadReport): string {
   return report.workers.map((w) => `worker ${w.id} (pid ${w.from} → ${w.to})`).join(", ") || "none";
 }
 
-function printReload(report: ReloadReport): void {
+function printReload(report: ReloadReport, consola: ConsolaInstance): void {
   const replaced = `${report.replaced} worker(s) replaced in ${formatDuration(report.durationMs)}: ${describeReplaced(report)}`;
   if (report.ok) consola.success(`reload complete: ${replaced}`);
   else consola.fail(`reload stopped: ${report.error ?? "unknown reason"}; ${replaced}`);
@@ -88,7 +85,7 @@ function printReload(report: ReloadReport): void {
 
 const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "elu", "delay p99", "in flight", "req/s"] as const;
 
-function printStatus(status: StatusReport): void {
+function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);

@@ -1,8 +1,8 @@
 import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
-import { terminal as consola } from "./control-command.js";
 import { Supervisor } from "./primary.js";
+import { terminal } from "./terminal.js";
 
 /** `keelson dev <entry>`, parsed. */
 export interface DevCommand {
@@ -52,7 +52,7 @@ export async function runDev(cli: DevCommand): Promise<void> {
   });
   const watcher = watchSources(cli.root, (files) => void reload(supervisor, files));
   void supervisor.finished.then(() => watcher.close());
-  consola.start(`keelson dev: ${cli.entry}, ${cli.workers} worker(s), watching ${cli.root}`);
+  (await terminal()).start(`keelson dev: ${cli.entry}, ${cli.workers} worker(s), watching ${cli.root}`);
   await supervisor.start().catch(() => {
     // A crash loop at start stops the supervisor; its log says why and `finished` exits.
   });
@@ -70,6 +70,7 @@ function resolveTsx(): string {
 async function reload(supervisor: Supervisor, files: readonly string[]): Promise<void> {
   const changed = files.length === 1 ? files[0] : `${files[0]} and ${files.length - 1} more`;
   const report = await supervisor.reload();
+  const consola = await terminal();
   if (report.ok) consola.success(`${changed} changed: reloaded ${report.replaced} worker(s) in ${report.durationMs}ms`);
   // The replacement printed its error, and the supervisor's log line names it: not a third time here.
   else consola.fail(`${changed} changed: reload failed (the error is above), the last good workers keep serving`);

@@ -42,10 +42,14 @@ function manifest(name: string, keelson: KeelsonManifest): string {
     private: true,
     type: "module",
     engines: { node: ">=20.19" },
-    scripts: { build: "tsc -p tsconfig.json", start: "keelson start dist/main.js", test: "tsc --noEmit -p tsconfig.json && vitest run" },
+    scripts: {
+      build: "tsc -p tsconfig.json", bundle: "keelson bundle dist/main.js", start: "keelson start dist/main.js",
+      test: "tsc --noEmit -p tsconfig.json && vitest run",
+    },
     dependencies: { keelson: `^${keelson.version}`, zod: pin("zod", "^4") },
     devDependencies: {
-      "@types/node": pin("@types/node", "^20.19.0"), tsx: pin("tsx", "^4"), typescript: pin("typescript", "~5.9.3"), vitest: pin("vitest", "^4"),
+      "@types/node": pin("@types/node", "^20.19.0"), esbuild: pin("esbuild", ">=0.25.0"), tsx: pin("tsx", "^4"), typescript: pin("typescript", "~5.9.3"),
+      vitest: pin("vitest", "^4"),
     },
   }, null, 2) + "\n";
 }

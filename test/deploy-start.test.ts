@@ -4,7 +4,7 @@ import { createServer, type Server } from "node:http";
 import { builtinModules, createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
-import { join, relative, resolve } from "node:path";
+import { basename, join, relative, resolve } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
@@ -40,13 +40,27 @@ function staleOutputs(): string[] {
   });
 }
 
+/** The bundle the image runs (make build: keelson bundle), when missing or older than a module it bundles. */
+function staleBundle(): boolean {
+  const bundle = join(ROOT, "dist", "bundle", "keelson.mjs");
+  if (!existsSync(bundle)) return true;
+  const built = statSync(bundle).mtimeMs;
+  return ["src", "supervisor", "examples"].flatMap(sourceFiles).some((file) => statSync(join(ROOT, "dist", file.replace(/\.ts$/, ".js"))).mtimeMs > built);
+}
+
 beforeAll(() => {
   // `make test` builds first; a lone `vitest run` on a clean clone or after an edit builds here.
-  if (staleOutputs().length === 0) return;
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
-  const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8" });
-  const stale = staleOutputs();
-  if (stale.length > 0) throw new Error(`build failed (${stale.join(", ")}):\n${result.stdout}${result.stderr}`);
+  if (staleOutputs().length > 0) {
+    const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+    const result = spawnSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { cwd: ROOT, encoding: "utf8" });
+    const stale = staleOutputs();
+    if (stale.length > 0) throw new Error(`build failed (${stale.join(", ")}):\n${result.stdout}${result.stderr}`);
+  }
+  if (staleBundle()) {
+    const [, cli = "", ...args] = /^\tnode (.+ bundle .+)$/m.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[0].trim().split(/\s+/) ?? [];
+    const result = spawnSync(process.execPath, [cli, ...args], { cwd: ROOT, encoding: "utf8" });
+    if (result.status !== 0 || staleBundle()) throw new Error(`keelson bundle failed:\n${result.stdout}${result.stderr}`);
+  }
 }, 180_000);
 
 afterEach(async () => {
@@ -215,8 +229,11 @@ describe("the image's compile cache", () => {
     process.kill(app.pid, "SIGTERM");
     expect(await app.exited, app.output()).toEqual({ code: 0, signal: null });
     const lookups = [...app.output().matchAll(/cache for (?:\w+ )?file:\/\/\S+?\/(dist\/\S+|node_modules\/\S+) (was accepted|was not initialized|was rejected)/g)];
-    const accepted = lookups.filter((m) => m[2] === "was accepted").map((m) => m[1]);
-    expect(accepted).toEqual(expect.arrayContaining(["dist/supervisor/primary.js", "dist/src/app.js", "dist/examples/bookstore/main.js", "node_modules/h3/dist/_entries/node.mjs"]));
+    const accepted = lookups.filter((m) => m[2] === "was accepted").map((m) => m[1] ?? "");
+    // The image runs the bundle: its entries and shared chunks, no module of dist/src or of h3 on its own.
+    expect(accepted).toEqual(expect.arrayContaining(["dist/bundle/keelson.mjs", "dist/bundle/worker-preload.mjs", "dist/bundle/main.mjs"]));
+    expect(accepted.filter((file) => file.startsWith("dist/bundle/chunk-")).length).toBeGreaterThan(0);
+    expect(accepted.filter((file) => file.startsWith("dist/src/") || file.startsWith("node_modules/h3/"))).toEqual([]);
     expect(lookups.filter((m) => m[2] !== "was accepted").map((m) => m[1])).toEqual([]);
   }, 240_000);
 });
@@ -228,15 +245,19 @@ describe("the runtime image's packages", () => {
     const extra = (getStageArgs(deps).EXAMPLE_PACKAGES ?? "").split(/\s+/).filter(Boolean);
     const builtins = new Set(builtinModules);
     const imported = new Map<string, string>();
-    const entry = getImageCommand(runtime)[3] ?? "";
-    // Everything the image's entry can load: the framework, the supervisor and the example's folder.
+    // The image's entry is the bundle of the example's built entry (make build: keelson bundle <entry>).
+    const entry = /\bbundle (\S+) --out /.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[1] ?? "";
+    expect(getImageCommand(runtime)[3]).toBe(`dist/bundle/${basename(entry, ".js")}.mjs`);
+    // Everything the image's entry can load: the framework, the supervisor and the example's folder. The bundle
+    // holds most packages itself, but the image ships node_modules for what it loads at run time (croner) and so
+    // that the unbundled entry runs too.
     for (const dir of ["dist/src", "dist/supervisor", relative(ROOT, join(ROOT, entry, ".."))]) {
       // Compiled modules only (a .ts source beside them), not assets such as the docs page's browser bundle.
-      // Not the one-shot commands' modules (keelson client, keelson new): supervisor/tools.ts loads them
+      // Not the one-shot commands' modules (keelson client, keelson new, keelson bundle): supervisor/tools.ts loads them
       // on demand, and the image's entry (keelson start) never runs those commands.
       const modules = readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
         .filter((f) => f.endsWith(".js") && existsSync(join(ROOT, relative("dist", dir), f.replace(/\.js$/, ".ts"))))
-        .filter((f) => !(dir === "dist/supervisor" && ["client-command.js", "new-command.js"].includes(f)));
+        .filter((f) => !(dir === "dist/supervisor" && ["client-command.js", "new-command.js", "bundle-command.js"].includes(f)));
       expect(modules.length, dir).toBeGreaterThan(0);
       for (const file of modules) {
         const code = readFileSync(join(ROOT, dir, file), "utf8");

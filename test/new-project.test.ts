@@ -101,10 +101,15 @@ describe("keelson new", () => {
     }
   }, SLOW);
 
-  it("warms a compile cache the way its image's compile-cache stage does, with the script from the installed package", async () => {
+  it("bundles and warms a compile cache the way its image's build and compile-cache stages do, with the installed package", async () => {
     expect(served, "make run served first (it builds dist/)").toBe(true);
     const dockerfile = readFileSync(join(project, "Dockerfile"), "utf8");
+    // The build stage's last step first: the image runs (and warms) the bundle it writes.
+    expect(dockerfile).toMatch(/^RUN npm run build && npm run bundle$/m);
+    const bundled = await run("npm", ["run", "bundle"], project);
+    expect(bundled).toMatch(/keelson bundle: \d+ module\(s\)/);
     const command = /^RUN (node node_modules\/keelson\/scripts\/warm-compile-cache\.mjs [^\\&\n]+)/m.exec(dockerfile)?.[1];
+    expect(command).toContain("dist/bundle/keelson.mjs start dist/bundle/main.mjs");
     expect(command, "the compile-cache stage runs the packaged warm-up script").toBeDefined();
     const cache = join(work, "compile-cache");
     const port = await freePort();

@@ -98,3 +98,27 @@ describe("ctx.pagination() with hostile keys", () => {
     expect(await (await app.request(`${path}?__proto__=x&__proto__=y`)).json()).toEqual({ page: 1, limit: 20 });
   });
 });
+
+/** A zod schema whose JSON Schema conversions are counted. */
+function counted() {
+  const schema = z.object({ limit: z.number().int() });
+  const converter = schema["~standard"].jsonSchema;
+  let conversions = 0;
+  const input = converter.input.bind(converter);
+  Object.defineProperty(schema["~standard"], "jsonSchema", {
+    value: { ...converter, input: (options: Parameters<typeof input>[0]) => (conversions++, input(options)) },
+  });
+  return { schema, conversions: () => conversions };
+}
+
+describe("the coercion plan of a validated query", () => {
+  it("is built on the route's first request, once, not when the route is registered", async () => {
+    const { schema, conversions } = counted();
+    const app = new App({ logger: captureLogs().logger });
+    app.route(get("/items", { query: schema }, (ctx) => ctx.query));
+    expect(conversions()).toBe(0);
+    expect(await (await app.request("/items?limit=10")).json()).toEqual({ limit: 10 });
+    expect(await (await app.request("/items?limit=2")).json()).toEqual({ limit: 2 });
+    expect(conversions()).toBe(1);
+  });
+});

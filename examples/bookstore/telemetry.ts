@@ -1,3 +1,4 @@
+import { trace } from "@opentelemetry/api";
 import type { App } from "../../src/index.js";
 import { definePrometheus } from "../../src/metrics/index.js";
 
@@ -16,8 +17,8 @@ export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): 
 }
 
 async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
-  const [{ trace }, { OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { otelTracer }] = await Promise.all([
-    import("@opentelemetry/api"),
+  // The API is imported statically: prom-client loads it at start-up anyway (for exemplars).
+  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { otelTracer }] = await Promise.all([
     import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/resources"),
     import("@opentelemetry/sdk-trace-base"),

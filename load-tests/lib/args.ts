@@ -98,5 +98,5 @@ export function parseConfig(argv: string[]): Config | null {
 export function estimateSec(config: Config): number {
   const perStart = 0.5 + 1.2 + config.warmupSec + SCENARIOS.length * (config.durationSec + 0.2);
   const bundled = config.viaTsx ? 0 : config.targets.filter((t) => BUNDLED_TARGETS.includes(t)).length;
-  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + bundled * (config.coldStarts * 0.4 + 1) + 2;
+  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + bundled * (config.coldStarts * (0.4 + 1.8) + 1) + 2;
 }

@@ -13,6 +13,8 @@ export interface ClusterSpec {
   workers: number;
   /** Run the CLI from source through tsx (supervisor/cli.ts) instead of the build in dist/. */
   tsx?: boolean;
+  /** The CLI to run, relative to `cwd` (e.g. the bundle's dist/bundle/keelson.mjs). Default dist/supervisor/cli.js. */
+  cli?: string;
   pinCpu: number | null;
   env?: Record<string, string>;
 }
@@ -60,7 +62,7 @@ export function childPids(ppid: number): number[] {
 }
 
 export async function startCluster(spec: ClusterSpec, readyTimeoutMs = 60_000): Promise<Cluster> {
-  const cli = spec.tsx ? "supervisor/cli.ts" : "dist/supervisor/cli.js";
+  const cli = spec.cli ?? (spec.tsx ? "supervisor/cli.ts" : "dist/supervisor/cli.js");
   if (!fs.existsSync(path.join(spec.cwd, cli)) || !fs.existsSync(path.join(spec.cwd, spec.entry))) {
     throw new Error(`${cli} or ${spec.entry} is missing under ${spec.cwd}: run make build first`);
   }

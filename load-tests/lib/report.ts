@@ -43,10 +43,11 @@ export function formatTables(summary: SummaryRow[], targets: TargetInfo[]): stri
     2,
   );
   const perTarget = table(
-    ["target", "idle RSS MB", "cold start ms", "bundled cold start ms", "status"],
+    ["target", "idle RSS MB", "bundled idle RSS MB", "cold start ms", "bundled cold start ms", "status"],
     targets.map((t) => [
       t.target,
       fixed(t.idleRssMb, 1),
+      fixed(t.bundledIdleRssMb, 1),
       fixed(t.coldStartMs, 0),
       fixed(t.bundledColdStartMs, 0),
       t.skipped ? `SKIPPED: ${t.skipped.split("\n")[0] ?? ""}` : t.warnings.length > 0 ? `WARN: ${t.warnings.join("; ")}` : "ok",

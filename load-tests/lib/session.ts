@@ -5,7 +5,7 @@ import { SCENARIOS, type Config } from "./args.js";
 import { request, sleep } from "./http.js";
 import type { LoadClient } from "./load-client.js";
 import { readRssMb } from "./machine.js";
-import type { ServerHandle } from "./server.js";
+import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
 import type { RunRecord } from "./types.js";
 
 export interface SessionResult {
@@ -54,6 +54,16 @@ async function idleRss(server: ServerHandle): Promise<number | null> {
   }
   await sleep(1_000);
   return readRssMb(server.pid);
+}
+
+/** A fresh server's idle RSS, as a session measures it before its load, then the server stopped. */
+export async function measureIdleRss(spec: LaunchSpec): Promise<number | null> {
+  const server = await startServer(spec);
+  try {
+    return await idleRss(server);
+  } finally {
+    await server.stop();
+  }
 }
 
 export async function runSession(

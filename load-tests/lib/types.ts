@@ -64,6 +64,9 @@ export interface TargetInfo {
   /** The same server bundled into one file (only for BUNDLED_TARGETS; null otherwise). */
   bundledColdStartMs: number | null;
   bundledColdStartsMs: number[];
+  /** Idle RSS of the bundled server, measured like `idleRssMb` (only for BUNDLED_TARGETS). */
+  bundledIdleRssMb: number | null;
+  bundledRssSamplesMb: number[];
   rssSamplesMb: number[];
   skipped: string | null;
   warnings: string[];

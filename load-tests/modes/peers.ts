@@ -11,7 +11,7 @@ import { LoadClient } from "../lib/load-client.js";
 import { choosePinning, describeMachine, type Pinning } from "../lib/machine.js";
 import { formatMachine, formatTables, writeResults } from "../lib/report.js";
 import { coldStart, startServer, type LaunchSpec } from "../lib/server.js";
-import { runSession } from "../lib/session.js";
+import { measureIdleRss, runSession } from "../lib/session.js";
 import { fillRatios, median, roundOrder, summarise } from "../lib/stats.js";
 import type { RunRecord, TargetInfo } from "../lib/types.js";
 
@@ -70,6 +70,8 @@ async function measureColdStarts(
       if (bundled && BUNDLED_TARGETS.includes(target)) {
         try {
           info.bundledColdStartsMs.push(await coldStart(bundled(target)));
+          const rss = await measureIdleRss(bundled(target));
+          if (rss !== null) info.bundledRssSamplesMb.push(rss);
         } catch (error) {
           const why = error instanceof Error ? error.message.split("\n")[0] : String(error);
           loud(`bundled cold start of "${target}" failed: ${why}`);
@@ -92,6 +94,7 @@ async function measureColdStarts(
   for (const info of infos.values()) {
     info.coldStartMs = median(info.coldStartsMs);
     info.bundledColdStartMs = info.bundledColdStartsMs.length > 0 ? median(info.bundledColdStartsMs) : null;
+    info.bundledIdleRssMb = info.bundledRssSamplesMb.length > 0 ? median(info.bundledRssSamplesMb) : null;
   }
 }
 
@@ -127,6 +130,7 @@ async function main(): Promise<void> {
       target,
       {
         target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], bundledColdStartMs: null, bundledColdStartsMs: [],
+        bundledIdleRssMb: null, bundledRssSamplesMb: [],
         rssSamplesMb: [], skipped: null, warnings: [],
       },
     ]),

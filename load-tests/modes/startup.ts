@@ -1,10 +1,12 @@
-// Start-up benchmark: process start to serving, for the example as `make run` and the image start it
-// (the built CLI: node dist/supervisor/cli.js start dist/examples/bookstore/main.js --workers N) and
-// for one example process without the supervisor, against bare h3 in the same interleaved rounds.
-// Needs make build-bench (dist/ with the bench servers).
+// Start-up benchmark: process start to serving, for the example as `make run` starts it (the built CLI:
+// node dist/supervisor/cli.js start dist/examples/bookstore/main.js --workers N), as the image starts
+// it (the bundle of make build: node dist/bundle/keelson.mjs start dist/bundle/main.mjs) and as one
+// process without the supervisor, against bare h3 (alone, and under a bare node:cluster primary) in
+// the same interleaved rounds. Needs make build-bench (dist/ with the bench servers and dist/bundle).
 //   node --import tsx load-tests/bench.ts startup [--runs 10] [--workers 1,4] [--root DIR]
-// Each CLI start runs twice per round: with an empty compile cache (a container's first start) and
-// with a warm one (every later start, and an image that ships its cache). Prints a Markdown table.
+// "empty compile cache": a fresh NODE_COMPILE_CACHE per start (a container's first start without a
+// shipped cache); "warm": a filled one (every later start, and an image that ships its cache).
+// Prints a Markdown table.
 import * as fs from "node:fs";
 import { cpus, loadavg, tmpdir } from "node:os";
 import * as path from "node:path";
@@ -46,10 +48,11 @@ const direct = (entry: string, probe: string, env: Record<string, string>) => ()
  * The CLI with `workers` workers: spawn → the primary's "N worker(s) ready" line (every worker
  * listening; the harness reads the log every 20 ms) → a 200 on GET /health.
  */
-const supervised = (workers: number, cache: () => string) => async (): Promise<number> => {
+const supervised = (workers: number, cache: () => string, bundled = false) => async (): Promise<number> => {
   const started = performance.now();
   const cluster = await startCluster({
-    cwd: values.root, entry: "dist/examples/bookstore/main.js", workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
+    cwd: values.root, workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
+    ...(bundled ? { cli: "dist/bundle/keelson.mjs", entry: "dist/bundle/main.mjs" } : { entry: "dist/examples/bookstore/main.js" }),
   });
   try {
     const res = await request(`${cluster.origin}/health`, { timeoutMs: 5_000 });
@@ -60,20 +63,50 @@ const supervised = (workers: number, cache: () => string) => async (): Promise<n
   }
 };
 
+/**
+ * A CLI start probed like the one-process rows (spawn → the first 200 on /health, polled every 5 ms):
+ * the cold start as a client or a readiness probe sees it.
+ */
+const probedCli = (cli: string, entry: string, workers: number, cache: () => string) => (): Promise<number> => {
+  const spec: LaunchSpec = {
+    target: entry, args: [cli, "start", entry, "--workers", String(workers)], pinCpu: null, logDir: scratch, cwd: values.root,
+    env: { NODE_COMPILE_CACHE: cache(), KEELSON_METRICS_PORT: "0" },
+  };
+  return coldStart(spec, 30_000, "/health");
+};
+
+const bundle = path.join(values.root, "dist", "bundle");
+if (!fs.existsSync(path.join(bundle, "keelson.mjs"))) throw new Error(`${bundle} is missing: make build writes it`);
+const warm = () => warmCache;
 const variants: Array<{ label: string; run: () => Promise<number>; times: number[] }> = [
   { label: "bare h3 (GET /hello)", run: direct(build.entry("h3"), "/hello", {}), times: [] },
+  { label: "bare h3, warm compile cache", run: direct(build.entry("h3"), "/hello", { NODE_COMPILE_CACHE: warmCache }), times: [] },
+  {
+    label: "bare h3 under a bare node:cluster primary (1 worker), warm compile cache",
+    run: () => coldStart({
+      target: "h3", args: [build.entry("plain-cluster"), build.entry("h3")], pinCpu: null, logDir: scratch, cwd: values.root,
+      env: { NODE_COMPILE_CACHE: warmCache },
+    }, 30_000, "/hello"),
+    times: [],
+  },
   { label: "example, one process, no compile cache", run: direct("dist/examples/bookstore/main.js", "/health", {}), times: [] },
   { label: "example, one process, warm compile cache", run: direct("dist/examples/bookstore/main.js", "/health", { NODE_COMPILE_CACHE: warmCache }), times: [] },
+  { label: "example bundled, one process, no compile cache", run: direct(path.join(bundle, "main.mjs"), "/health", {}), times: [] },
+  { label: "example bundled, one process, warm compile cache", run: direct(path.join(bundle, "main.mjs"), "/health", { NODE_COMPILE_CACHE: warmCache }), times: [] },
+  { label: "image command (bundled CLI, 1 worker), warm compile cache", run: probedCli(path.join(bundle, "keelson.mjs"), path.join(bundle, "main.mjs"), 1, warm), times: [] },
+  { label: "unbundled CLI (1 worker) probed the same way, warm compile cache", run: probedCli("dist/supervisor/cli.js", "dist/examples/bookstore/main.js", 1, warm), times: [] },
   ...WORKERS.flatMap((n) => [
     { label: `CLI --workers ${n}, empty compile cache`, run: supervised(n, emptyCache), times: [] },
     { label: `CLI --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache), times: [] },
+    { label: `image command (bundled CLI) --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache, true), times: [] },
   ]),
 ];
 
 const load = (): string => loadavg().map((l) => l.toFixed(1)).join(" ");
 console.error(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}; ${RUNS} interleaved runs; load average ${load()}`);
-// Untimed: fills the warm cache (workers write it when they exit).
+// Untimed: fills the warm cache (workers write it when they exit) for every variant that uses it.
 await supervised(1, () => warmCache)();
+for (const variant of variants.filter((v) => v.label.includes("warm compile cache"))) await variant.run();
 for (let run = 0; run < RUNS; run++) {
   for (const variant of run % 2 === 0 ? variants : variants.toReversed()) variant.times.push(await variant.run());
 }
@@ -81,9 +114,10 @@ fs.rmSync(scratch, { recursive: true, force: true });
 build.remove();
 
 const h3 = median(variants[0]?.times ?? []) ?? 1;
+const h3Warm = median(variants[1]?.times ?? []) ?? 1;
 console.log(`### Start-up (median of ${RUNS} interleaved runs, Node ${process.version}, load average ${load()} at the end)\n`);
-console.log("| started | ready ms (median) | min | × bare h3 |\n| --- | --- | --- | --- |");
+console.log("| started | ready ms (median) | min | × bare h3 | × bare h3, warm cache |\n| --- | --- | --- | --- | --- |");
 for (const { label, times } of variants) {
   const mid = median(times) ?? 0;
-  console.log(`| ${label} | ${mid.toFixed(0)} | ${Math.min(...times).toFixed(0)} | ${(mid / h3).toFixed(2)} |`);
+  console.log(`| ${label} | ${mid.toFixed(0)} | ${Math.min(...times).toFixed(0)} | ${(mid / h3).toFixed(2)} | ${(mid / h3Warm).toFixed(2)} |`);
 }
