@@ -31,8 +31,6 @@ function packageOf(path: string): string | undefined {
   return parts[0]?.startsWith("@") ? `${parts[0]}/${parts[1] ?? ""}` : parts[0];
 }
 
-const isPackage = (specifier: string): boolean => /^[^./#]/.test(specifier) && !specifier.startsWith("node:");
-
 /**
  * A package the code loads with `import()` stays an import from node_modules: it is off the start-up
  * path anyway, keeps Node's own semantics (esbuild gives a dynamically imported CommonJS package only
@@ -45,8 +43,8 @@ function keepPackagesExternal(everywhere: ReadonlySet<string>, dynamic: Set<stri
     name: "keelson-external-packages",
     setup(build) {
       build.onResolve({ filter: /^[^./#]/ }, (args) => {
+        if (args.path.startsWith("node:")) return undefined;
         const name = args.path.startsWith("@") ? args.path.split("/").slice(0, 2).join("/") : (args.path.split("/")[0] ?? "");
-        if (!isPackage(args.path)) return undefined;
         if (args.kind === "dynamic-import") dynamic.add(name);
         return args.kind === "dynamic-import" || everywhere.has(name) ? { path: args.path, external: true } : undefined;
       });
