@@ -23,12 +23,16 @@ Options:
 Needs esbuild (npm install --save-dev esbuild). Source maps are written beside each file:
 NODE_OPTIONS=--enable-source-maps maps stack traces back to your sources.`;
 
-/** The package a node_modules path belongs to (`@scope/name` or `name`). */
+/** The package of a bare specifier or of a path below node_modules (`@scope/name` or `name`). */
+function packageName(specifier: string): string {
+  const parts = specifier.split(/[\\/]/);
+  return parts[0]?.startsWith("@") ? `${parts[0]}/${parts[1] ?? ""}` : (parts[0] ?? "");
+}
+
+/** The package a bundled file belongs to, or undefined for the project's own files. */
 function packageOf(path: string): string | undefined {
   const rest = path.split(/[\\/]node_modules[\\/]|^node_modules[\\/]/).at(-1);
-  if (rest === undefined || rest === path) return undefined;
-  const parts = rest.split(/[\\/]/);
-  return parts[0]?.startsWith("@") ? `${parts[0]}/${parts[1] ?? ""}` : parts[0];
+  return rest === undefined || rest === path ? undefined : packageName(rest);
 }
 
 /**
@@ -44,7 +48,7 @@ function keepPackagesExternal(everywhere: ReadonlySet<string>, dynamic: Set<stri
     setup(build) {
       build.onResolve({ filter: /^[^./#]/ }, (args) => {
         if (args.path.startsWith("node:")) return undefined;
-        const name = args.path.startsWith("@") ? args.path.split("/").slice(0, 2).join("/") : (args.path.split("/")[0] ?? "");
+        const name = packageName(args.path);
         if (args.kind === "dynamic-import") dynamic.add(name);
         return args.kind === "dynamic-import" || everywhere.has(name) ? { path: args.path, external: true } : undefined;
       });
@@ -87,13 +91,11 @@ function ownEntry(name: string): string {
 
 /** Refuses to empty a folder that holds anything but an earlier bundle. */
 function prepareOut(out: string): void {
-  if (!existsSync(out)) {
-    mkdirSync(out, { recursive: true });
-    return;
+  if (existsSync(out)) {
+    const files = readdirSync(out);
+    if (files.length > 0 && !files.includes("keelson.mjs")) throw new Error(`${out} is neither empty nor an earlier keelson bundle: pick another --out`);
+    rmSync(out, { recursive: true, force: true });
   }
-  const files = readdirSync(out);
-  if (files.length > 0 && !files.includes("keelson.mjs")) throw new Error(`${out} is neither empty nor an earlier keelson bundle: pick another --out`);
-  rmSync(out, { recursive: true, force: true });
   mkdirSync(out, { recursive: true });
 }
 

@@ -5,8 +5,8 @@ import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { DEFAULT_DB_FILE } from "../examples/bookstore/database.js";
 import {
-  getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
-  type Stage,
+  getBundleCommand, getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
+  readMakeBuildRecipe, type Stage,
 } from "./fixtures/deploy-dockerfile.js";
 import { DEFAULT_METRICS_PORT } from "../supervisor/options.js";
 
@@ -212,8 +212,8 @@ describe("docker/Dockerfile", () => {
     expect(command.join(" ")).not.toMatch(/\b(sh|bash|tini|dumb-init|npm)\b/);
     // keelson's CLI and the example bundled by `keelson bundle` in `make build` (the build stage runs it).
     expect(command.slice(1, 4)).toEqual(["dist/bundle/keelson.mjs", "start", "dist/bundle/main.mjs"]);
-    const makeBuild = /^build:.*\n((?:\t.*\n)+)/m.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[1] ?? "";
-    expect(makeBuild).toContain(`${(pkg.bin.keelson ?? "").slice(2)} bundle dist/examples/bookstore/main.js --out dist/bundle\n`);
+    const bundle = getBundleCommand(readMakeBuildRecipe(readFileSync(join(ROOT, "Makefile"), "utf8")));
+    expect(bundle?.argv).toEqual(["node", (pkg.bin.keelson ?? "").slice(2), "bundle", "dist/examples/bookstore/main.js", "--out", "dist/bundle"]);
     expect(command.some((a) => /^--(workers|port)\b/.test(a))).toBe(false);
     // Stated, not inherited: a base image can change the default stop signal.
     expect(getInstructions(runtime, "STOPSIGNAL").at(-1)?.args).toBe("SIGTERM");
@@ -261,8 +261,7 @@ describe(".dockerignore", () => {
 
   it("keeps in everything `make build` reads", () => {
     const build = JSON.parse(readFileSync(join(ROOT, "tsconfig.build.json"), "utf8")) as { include: string[] };
-    const makefile = readFileSync(join(ROOT, "Makefile"), "utf8");
-    const recipe = /^build:.*\n((?:\t.*\n)*)/m.exec(makefile)?.[1] ?? "";
+    const recipe = readMakeBuildRecipe(readFileSync(join(ROOT, "Makefile"), "utf8")).join("\n");
     // Not dist/: the recipe writes it (its later lines run what its first one built).
     const referenced = (recipe.match(/[\w./-]+\.(?:m?js|ts|json|sh)\b/g) ?? []).filter((path) => !path.startsWith("dist/"));
     const inputs = ["package.json", "package-lock.json", "Makefile", ".node-version", "tsconfig.json", "tsconfig.build.json", ...build.include.map((d) => `${d}/x.ts`), ...referenced];

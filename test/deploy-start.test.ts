@@ -9,7 +9,9 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
 import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
 import { startPostgres } from "./helpers/postgres.js";
-import { getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, readDockerfile, type Stage } from "./fixtures/deploy-dockerfile.js";
+import {
+  getBundleCommand, getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, readDockerfile, readMakeBuildRecipe, type Stage,
+} from "./fixtures/deploy-dockerfile.js";
 
 // Runs the image's own command line on the host against the built package: ENTRYPOINT + CMD from
 // docker/Dockerfile, /app mapped to the repository root, the image's ENV (plus a Deployment's or
@@ -20,6 +22,8 @@ const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
 const runtime = dockerfile.stages.at(-1) as Stage;
 const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";
 const imageEnv = getStageEnv(runtime);
+/** `make build`'s keelson bundle line: the bundle the image runs is built from the example by it. */
+const makeBundle = getBundleCommand(readMakeBuildRecipe(readFileSync(join(ROOT, "Makefile"), "utf8")));
 const servers: Server[] = [];
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -57,8 +61,8 @@ beforeAll(() => {
     if (stale.length > 0) throw new Error(`build failed (${stale.join(", ")}):\n${result.stdout}${result.stderr}`);
   }
   if (staleBundle()) {
-    const [, cli = "", ...args] = /^\tnode (.+ bundle .+)$/m.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[0].trim().split(/\s+/) ?? [];
-    const result = spawnSync(process.execPath, [cli, ...args], { cwd: ROOT, encoding: "utf8" });
+    const [, ...args] = makeBundle?.argv ?? [];
+    const result = spawnSync(process.execPath, args, { cwd: ROOT, encoding: "utf8" });
     if (result.status !== 0 || staleBundle()) throw new Error(`keelson bundle failed:\n${result.stdout}${result.stderr}`);
   }
 }, 180_000);
@@ -246,7 +250,7 @@ describe("the runtime image's packages", () => {
     const builtins = new Set(builtinModules);
     const imported = new Map<string, string>();
     // The image's entry is the bundle of the example's built entry (make build: keelson bundle <entry>).
-    const entry = /\bbundle (\S+) --out /.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[1] ?? "";
+    const entry = makeBundle?.entry ?? "";
     expect(getImageCommand(runtime)[3]).toBe(`dist/bundle/${basename(entry, ".js")}.mjs`);
     // Everything the image's entry can load: the framework, the supervisor and the example's folder. The bundle
     // holds most packages itself, but the image ships node_modules for what it loads at run time (croner) and so

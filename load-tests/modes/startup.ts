@@ -38,6 +38,12 @@ const warmCache = path.join(scratch, "warm-cache");
 let emptyCaches = 0;
 const emptyCache = (): string => path.join(scratch, `empty-cache-${emptyCaches++}`);
 
+/** The CLI and the example's entry as `make run` starts them, and as the image does (make build's bundle). */
+const UNBUNDLED = { cli: "dist/supervisor/cli.js", entry: "dist/examples/bookstore/main.js" };
+const BUNDLED = { cli: "dist/bundle/keelson.mjs", entry: "dist/bundle/main.mjs" };
+type Program = typeof UNBUNDLED;
+const warm = (): string => warmCache;
+
 /** One server process (no supervisor): spawn → first 200 on `probe`. */
 const direct = (entry: string, probe: string, env: Record<string, string>) => (): Promise<number> => {
   const spec: LaunchSpec = { target: entry, args: [entry], pinCpu: null, logDir: scratch, cwd: values.root, env };
@@ -48,12 +54,9 @@ const direct = (entry: string, probe: string, env: Record<string, string>) => ()
  * The CLI with `workers` workers: spawn → the primary's "N worker(s) ready" line (every worker
  * listening; the harness reads the log every 20 ms) → a 200 on GET /health.
  */
-const supervised = (workers: number, cache: () => string, bundled = false) => async (): Promise<number> => {
+const supervised = (workers: number, cache: () => string, program: Program = UNBUNDLED) => async (): Promise<number> => {
   const started = performance.now();
-  const cluster = await startCluster({
-    cwd: values.root, workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() },
-    ...(bundled ? { cli: "dist/bundle/keelson.mjs", entry: "dist/bundle/main.mjs" } : { entry: "dist/examples/bookstore/main.js" }),
-  });
+  const cluster = await startCluster({ cwd: values.root, ...program, workers, pinCpu: null, env: { NODE_COMPILE_CACHE: cache() } });
   try {
     const res = await request(`${cluster.origin}/health`, { timeoutMs: 5_000 });
     if (res.status !== 200) throw new Error(`GET /health answered ${res.status} after the ready line`);
@@ -67,7 +70,7 @@ const supervised = (workers: number, cache: () => string, bundled = false) => as
  * A CLI start probed like the one-process rows (spawn → the first 200 on /health, polled every 5 ms):
  * the cold start as a client or a readiness probe sees it.
  */
-const probedCli = (cli: string, entry: string, workers: number, cache: () => string) => (): Promise<number> => {
+const probedCli = ({ cli, entry }: Program, workers: number, cache: () => string) => (): Promise<number> => {
   const spec: LaunchSpec = {
     target: entry, args: [cli, "start", entry, "--workers", String(workers)], pinCpu: null, logDir: scratch, cwd: values.root,
     env: { NODE_COMPILE_CACHE: cache(), KEELSON_METRICS_PORT: "0" },
@@ -75,37 +78,34 @@ const probedCli = (cli: string, entry: string, workers: number, cache: () => str
   return coldStart(spec, 30_000, "/health");
 };
 
-const bundle = path.join(values.root, "dist", "bundle");
-if (!fs.existsSync(path.join(bundle, "keelson.mjs"))) throw new Error(`${bundle} is missing: make build writes it`);
-const warm = () => warmCache;
+if (!fs.existsSync(path.join(values.root, BUNDLED.cli))) throw new Error(`${BUNDLED.cli} is missing under ${values.root}: make build writes it`);
 const variants: Array<{ label: string; run: () => Promise<number>; times: number[] }> = [
   { label: "bare h3 (GET /hello)", run: direct(build.entry("h3"), "/hello", {}), times: [] },
-  { label: "bare h3, warm compile cache", run: direct(build.entry("h3"), "/hello", { NODE_COMPILE_CACHE: warmCache }), times: [] },
+  { label: "bare h3, warm compile cache", run: direct(build.entry("h3"), "/hello", { NODE_COMPILE_CACHE: warm() }), times: [] },
   {
     label: "bare h3 under a bare node:cluster primary (1 worker), warm compile cache",
     run: () => coldStart({
       target: "h3", args: [build.entry("plain-cluster"), build.entry("h3")], pinCpu: null, logDir: scratch, cwd: values.root,
-      env: { NODE_COMPILE_CACHE: warmCache },
+      env: { NODE_COMPILE_CACHE: warm() },
     }, 30_000, "/hello"),
     times: [],
   },
-  { label: "example, one process, no compile cache", run: direct("dist/examples/bookstore/main.js", "/health", {}), times: [] },
-  { label: "example, one process, warm compile cache", run: direct("dist/examples/bookstore/main.js", "/health", { NODE_COMPILE_CACHE: warmCache }), times: [] },
-  { label: "example bundled, one process, no compile cache", run: direct(path.join(bundle, "main.mjs"), "/health", {}), times: [] },
-  { label: "example bundled, one process, warm compile cache", run: direct(path.join(bundle, "main.mjs"), "/health", { NODE_COMPILE_CACHE: warmCache }), times: [] },
-  { label: "image command (bundled CLI, 1 worker), warm compile cache", run: probedCli(path.join(bundle, "keelson.mjs"), path.join(bundle, "main.mjs"), 1, warm), times: [] },
-  { label: "unbundled CLI (1 worker) probed the same way, warm compile cache", run: probedCli("dist/supervisor/cli.js", "dist/examples/bookstore/main.js", 1, warm), times: [] },
+  { label: "example, one process, no compile cache", run: direct(UNBUNDLED.entry, "/health", {}), times: [] },
+  { label: "example, one process, warm compile cache", run: direct(UNBUNDLED.entry, "/health", { NODE_COMPILE_CACHE: warm() }), times: [] },
+  { label: "example bundled, one process, no compile cache", run: direct(BUNDLED.entry, "/health", {}), times: [] },
+  { label: "example bundled, one process, warm compile cache", run: direct(BUNDLED.entry, "/health", { NODE_COMPILE_CACHE: warm() }), times: [] },
+  { label: "image command (bundled CLI, 1 worker), warm compile cache", run: probedCli(BUNDLED, 1, warm), times: [] },
+  { label: "unbundled CLI (1 worker) probed the same way, warm compile cache", run: probedCli(UNBUNDLED, 1, warm), times: [] },
   ...WORKERS.flatMap((n) => [
     { label: `CLI --workers ${n}, empty compile cache`, run: supervised(n, emptyCache), times: [] },
-    { label: `CLI --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache), times: [] },
-    { label: `image command (bundled CLI) --workers ${n}, warm compile cache`, run: supervised(n, () => warmCache, true), times: [] },
+    { label: `CLI --workers ${n}, warm compile cache`, run: supervised(n, warm), times: [] },
+    { label: `image command (bundled CLI) --workers ${n}, warm compile cache`, run: supervised(n, warm, BUNDLED), times: [] },
   ]),
 ];
 
 const load = (): string => loadavg().map((l) => l.toFixed(1)).join(" ");
 console.error(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}; ${RUNS} interleaved runs; load average ${load()}`);
-// Untimed: fills the warm cache (workers write it when they exit) for every variant that uses it.
-await supervised(1, () => warmCache)();
+// Untimed: one start of each variant that uses the warm cache fills it (workers write it when they exit).
 for (const variant of variants.filter((v) => v.label.includes("warm compile cache"))) await variant.run();
 for (let run = 0; run < RUNS; run++) {
   for (const variant of run % 2 === 0 ? variants : variants.toReversed()) variant.times.push(await variant.run());

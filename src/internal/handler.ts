@@ -53,14 +53,11 @@ function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Co
  */
 function lazyCoercer(schema: StandardSchemaV1 | undefined): Coercer | undefined {
   if (!schema) return undefined;
-  let plan: Coercer | undefined;
-  let planned = false;
+  // undefined: not planned yet; null: the schema describes nothing to coerce.
+  let plan: Coercer | null | undefined;
   return function coerce(raw) {
-    if (!planned) {
-      plan = createCoercer(schema);
-      planned = true;
-    }
-    return plan ? plan(raw) : raw;
+    if (plan === undefined) plan = createCoercer(schema) ?? null;
+    return plan === null ? raw : plan(raw);
   };
 }
 
