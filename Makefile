@@ -33,10 +33,10 @@ endif
 # dist/bundle: the example and the CLI bundled (keelson bundle), what the image runs.
 build: $(STAMP)
 	npm run build
-	node dist/supervisor/cli.js bundle dist/examples/bookstore/main.js --out dist/bundle
+	node dist/cli/cli.js bundle dist/examples/bookstore/main.js --out dist/bundle
 
 lint: $(STAMP)
-	npx oxlint --deny-warnings src supervisor test examples load-tests
+	npx oxlint --deny-warnings src supervisor cli test examples load-tests
 
 typecheck: $(STAMP)
 	npx tsc --noEmit -p tsconfig.json
@@ -59,11 +59,11 @@ check-h3-latest: $(STAMP)
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
-	PORT=$(PORT) node dist/supervisor/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+	PORT=$(PORT) node dist/cli/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
 
 # keelson dev on the example's TypeScript sources: a rolling reload on every save.
 dev: $(STAMP)
-	PORT=$(PORT) node --import tsx supervisor/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
+	PORT=$(PORT) node --import tsx cli/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
 # The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
 build-bench: build

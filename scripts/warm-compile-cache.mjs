@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Fills Node's compile cache (NODE_COMPILE_CACHE) with V8's code for every module a service loads, by
-// starting it once: `node scripts/warm-compile-cache.mjs dist/supervisor/cli.js start dist/examples/bookstore/main.js`
+// starting it once: `node scripts/warm-compile-cache.mjs dist/cli/cli.js start dist/examples/bookstore/main.js`
 // runs that command with one worker, waits for the supervisor's "worker(s) ready" line, stops it with
 // SIGTERM and exits 0 once every process has exited (each one writes its cache entries as it exits).
 //

@@ -13,22 +13,22 @@ import {
   UNMATCHED_ROUTE, noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook,
   type Tracer, type Translator,
 } from "./integrations.js";
-import { allowedMethods, buildAllowRouter, type AllowRouter } from "./internal/allow.js";
-import { createCors, type Cors } from "./internal/cors.js";
-import { joinPath } from "./internal/path.js";
-import { errorResponse, isRouteNotFound, logServerError, toKError } from "./internal/error-response.js";
-import { compileRoute } from "./internal/handler.js";
-import { JSON_HEADERS, setResponseHeader } from "./internal/headers.js";
-import { Lifecycle, type NamedHook, type ShutdownReport } from "./internal/lifecycle.js";
-import { LoadShedder } from "./internal/load-shed.js";
-import { handleSignals } from "./internal/lifecycle-signals.js";
+import { allowedMethods, buildAllowRouter, type AllowRouter } from "./http/allow.js";
+import { createCors, type Cors } from "./http/cors.js";
+import { joinPath } from "./http/path.js";
+import { errorResponse, isRouteNotFound, logServerError, toKError } from "./http/error-response.js";
+import { compileRoute } from "./http/handler.js";
+import { JSON_HEADERS, setResponseHeader } from "./http/headers.js";
+import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
+import { LoadShedder } from "./lifecycle/load-shed.js";
+import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
-import { attachWorkerLink, reportWorkerFailure } from "./internal/worker-link.js";
-import { RequestState } from "./internal/request-state.js";
-import { newLogger, type Logger } from "./logger.js";
-import { json } from "./results.js";
-import { get, type Controller, type RegisteredRoute, type Route } from "./route.js";
+import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
+import { RequestState } from "./http/request-state.js";
+import { newLogger, type Logger } from "./logging/logger.js";
+import { json } from "./http/results.js";
+import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 
 /** KConfig with every default applied. */
 export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {

@@ -1,6 +1,6 @@
 import type { OpenAPISecurityScheme } from "./docs/types.js";
-import type { LoadSheddingOptions } from "./internal/load-shed.js";
-import type { Logger } from "./logger.js";
+import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
+import type { Logger } from "./logging/logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";

@@ -1,9 +1,9 @@
 import type { Middleware } from "h3";
 import type { App } from "./app.js";
-import { joinPath } from "./internal/path.js";
-import type { Controller, Route } from "./route.js";
+import { joinPath } from "./http/path.js";
+import type { Controller, Route } from "./http/route.js";
 
-export { joinPath } from "./internal/path.js";
+export { joinPath } from "./http/path.js";
 
 /** What both an App and a Group can register routes on. */
 export interface Router {

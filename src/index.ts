@@ -1,7 +1,7 @@
 export { App, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
-export type { LoadSheddingOptions, ShedReason } from "./internal/load-shed.js";
-export { HandlerContext, type ContextServices } from "./context.js";
+export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
+export { HandlerContext, type ContextServices } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
 export {
   ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
@@ -15,23 +15,23 @@ export {
   type HealthChecker, type MetricsCollector, type RequestSpanEnd, type Scheduler, type ShutdownHook, type Span,
   type SpanAttributeValue, type Tracer, type Translator,
 } from "./integrations.js";
-export type { ShutdownReport } from "./internal/lifecycle.js";
+export type { ShutdownReport } from "./lifecycle/lifecycle.js";
 export { defineJob, type Job, type JobContext, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
   type LogFormat, type LogWriter, type RequestLogEntry,
-} from "./logger.js";
+} from "./logging/logger.js";
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";
 export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
-} from "./rate-limit.js";
+} from "./rate-limit/rate-limit.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
-export { created, json, noContent } from "./results.js";
+export { created, json, noContent } from "./http/results.js";
 export {
   Route, del, get, patch, post, put,
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,
-} from "./route.js";
+} from "./http/route.js";

@@ -1,6 +1,6 @@
 import { chmodSync, lstatSync, unlinkSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
-import type { Logger } from "../src/logger.js";
+import type { Logger } from "../src/logging/logger.js";
 import { prepareControlFolder } from "./control-path.js";
 import type { ReloadReport } from "./reload.js";
 import type { StatusReport } from "./status.js";

@@ -1,5 +1,5 @@
-import { workerStatsMessage } from "../src/internal/worker-stats.js";
-import type { Logger } from "../src/logger.js";
+import { workerStatsMessage } from "../src/cluster/worker-stats.js";
+import type { Logger } from "../src/logging/logger.js";
 import type { WorkerHandle } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
 

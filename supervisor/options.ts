@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { newLogger, type Logger } from "../src/logger.js";
+import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import { parseSize } from "./memory-limit.js";
 

@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { sinkFor } from "../src/internal/log-sink.js";
+import { sinkFor } from "../src/logging/sink.js";
 
 // A "line" longer than this without a newline is passed on in pieces, so a worker writing
 // without newlines cannot grow the primary's memory without bound.

@@ -1,4 +1,4 @@
-import type { Logger } from "../src/logger.js";
+import type { Logger } from "../src/logging/logger.js";
 import type { WorkerHandle, WorkerExit } from "./worker-handle.js";
 import type { Slot, WorkerPool } from "./worker-pool.js";
 

@@ -1,5 +1,5 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
-import { workerStatsMessage, type WorkerStats } from "../src/internal/worker-stats.js";
+import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";

@@ -1,6 +1,6 @@
 import type { Worker } from "node:cluster";
-import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/internal/ipc.js";
-import type { Logger } from "../src/logger.js";
+import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/cluster/ipc.js";
+import type { Logger } from "../src/logging/logger.js";
 import { relayOutput } from "./output-relay.js";
 
 /** starting (forked) → ready (its App listens) → draining (asked to stop, or stopping by itself) → exited. */

@@ -1,5 +1,5 @@
 import cluster from "node:cluster";
-import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/internal/ipc.js";
+import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import { WorkerHandle, type SupervisedWorker } from "./worker-handle.js";

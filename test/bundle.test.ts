@@ -9,7 +9,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const CLI = join(ROOT, "dist", "supervisor", "cli.js");
+const CLI = join(ROOT, "dist", "cli", "cli.js");
 const FIXTURE = "test/fixtures/bundle-service.mjs";
 const scratch = mkdtempSync(join(tmpdir(), "keelson-bundle-"));
 
@@ -27,7 +27,7 @@ describe("keelson bundle", () => {
     for (const [args, reason] of [
       [[], /missing <entry>/],
       [["dist/no-such-entry.js"], /dist\/no-such-entry\.js does not exist/],
-      [["supervisor/cli.ts", "extra"], /unexpected argument\(s\): extra/],
+      [["cli/cli.ts", "extra"], /unexpected argument\(s\): extra/],
       [[join(scratch, "keelson.js")], /an entry named "keelson" would overwrite/],
     ] as const) {
       if (args[0]?.endsWith("keelson.js") === true) writeFileSync(args[0], "");

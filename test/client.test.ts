@@ -15,7 +15,7 @@ const FIXTURES = join(ROOT, "test", "fixtures", "typed-client");
 
 /** Runs `keelson client …` from the sources; resolves with its exit code and output. */
 async function keelsonClient(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "supervisor", "cli.ts"), "client", ...args], { cwd: ROOT });
+  const child = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "cli", "cli.ts"), "client", ...args], { cwd: ROOT });
   const { code } = await child.exited;
   return { code, output: child.output() };
 }

@@ -38,7 +38,7 @@ function sourceFiles(dir: string): string[] {
 
 /** Files of dist/ missing or older than their source. */
 function staleOutputs(): string[] {
-  return ["src", "supervisor", "examples"].flatMap(sourceFiles).filter((file) => {
+  return ["src", "supervisor", "cli", "examples"].flatMap(sourceFiles).filter((file) => {
     const out = join(ROOT, "dist", file.replace(/\.ts$/, ".js"));
     return !existsSync(out) || statSync(out).mtimeMs < statSync(join(ROOT, file)).mtimeMs;
   });
@@ -49,7 +49,7 @@ function staleBundle(): boolean {
   const bundle = join(ROOT, "dist", "bundle", "keelson.mjs");
   if (!existsSync(bundle)) return true;
   const built = statSync(bundle).mtimeMs;
-  return ["src", "supervisor", "examples"].flatMap(sourceFiles).some((file) => statSync(join(ROOT, "dist", file.replace(/\.ts$/, ".js"))).mtimeMs > built);
+  return ["src", "supervisor", "cli", "examples"].flatMap(sourceFiles).some((file) => statSync(join(ROOT, "dist", file.replace(/\.ts$/, ".js"))).mtimeMs > built);
 }
 
 beforeAll(() => {
@@ -257,7 +257,7 @@ describe("the runtime image's packages", () => {
     // that the unbundled entry runs too.
     for (const dir of ["dist/src", "dist/supervisor", relative(ROOT, join(ROOT, entry, ".."))]) {
       // Compiled modules only (a .ts source beside them), not assets such as the docs page's browser bundle.
-      // Not the one-shot commands' modules (keelson client, keelson new, keelson bundle): supervisor/tools.ts loads them
+      // Not the one-shot commands' modules (keelson client, keelson new, keelson bundle): cli/tools.ts loads them
       // on demand, and the image's entry (keelson start) never runs those commands.
       const modules = readdirSync(join(ROOT, dir), { recursive: true, encoding: "utf8" })
         .filter((f) => f.endsWith(".js") && existsSync(join(ROOT, relative("dist", dir), f.replace(/\.js$/, ".ts"))))

@@ -27,7 +27,7 @@ afterAll(async () => {
 
 async function startBookstore(env: Record<string, string>): Promise<number> {
   const port = await freePort();
-  const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "examples/bookstore/main.ts",
+  const child = spawnChild([process.execPath, "--import", "tsx", "cli/cli.ts", "start", "examples/bookstore/main.ts",
     "--workers", String(WORKERS), "--port", String(port)], { cwd: ROOT, env: { NODE_ENV: "development", ...env }, group: true });
   // Each worker logs this line once its startup (schema and seed included) is done.
   await child.waitUntil((out) => out.split("\n").filter((line) => /bookstore listening on/.test(line)).length >= WORKERS, {

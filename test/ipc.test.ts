@@ -1,6 +1,6 @@
 import { EventEmitter } from "node:events";
 import { describe, expect, it } from "vitest";
-import { Channel, defineIpcMessage, defineIpcRequest, type Endpoint, type Envelope } from "../src/internal/ipc.js";
+import { Channel, defineIpcMessage, defineIpcRequest, type Endpoint, type Envelope } from "../src/cluster/ipc.js";
 
 function endpoint(self: EventEmitter, peer: EventEmitter): Endpoint {
   return {

@@ -14,7 +14,7 @@ afterEach(() => killAllChildren());
 
 async function startJobs(workers: number, env: Record<string, string>): Promise<Child & { port: number }> {
   const port = await freePort();
-  const run = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/jobs-app.ts",
+  const run = spawnChild([process.execPath, "--import", "tsx", "cli/cli.ts", "start", "test/fixtures/jobs-app.ts",
     "--port", String(port), "--workers", String(workers), "--metrics-port", "0",
     // A loaded machine may need long to start a worker: a reload must not stop for that.
     "--ready-timeout", "120000"],

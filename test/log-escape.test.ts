@@ -8,9 +8,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App, get, internal } from "../src/index.js";
-import { escapeText, jsonString } from "../src/internal/log-format.js";
-import { redactQuery } from "../src/internal/redact-query.js";
-import { Logger, type LogFormat } from "../src/logger.js";
+import { escapeText, jsonString } from "../src/logging/format.js";
+import { redactQuery } from "../src/logging/redact-query.js";
+import { Logger, type LogFormat } from "../src/logging/logger.js";
 
 // C0, DEL, C1, and the Unicode line and paragraph separators.
 // oxlint-disable-next-line no-control-regex -- finding control characters is the point

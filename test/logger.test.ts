@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { formatDuration, formatMessage, jsonString } from "../src/internal/log-format.js";
-import { pendingSinkCount, writeAllSync, type FdWrite } from "../src/internal/log-sink.js";
+import { formatDuration, formatMessage, jsonString } from "../src/logging/format.js";
+import { pendingSinkCount, writeAllSync, type FdWrite } from "../src/logging/sink.js";
 import {
   LogFormatJSON,
   LogFormatText,
@@ -15,7 +15,7 @@ import {
   newLoggerWithFormat,
   type LogWriter,
   type RequestLogEntry,
-} from "../src/logger.js";
+} from "../src/logging/logger.js";
 
 const FROZEN = new Date("2026-11-22T05:30:33.123Z");
 const TEXT_TIME = "2026-11-22 05:30:33";

@@ -23,7 +23,7 @@ interface Cluster {
 
 async function startCluster(env: Record<string, string> = {}, args: string[] = ["--metrics-port", "0"]): Promise<Cluster> {
   const port = await freePort();
-  const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
+  const child = spawnChild([process.execPath, "--import", "tsx", "cli/cli.ts", "start", "test/fixtures/metrics-cluster-app.ts",
     "--workers", "2", "--port", String(port), "--backoff-initial", "50", ...args], { cwd: ROOT, env: { NODE_ENV: "development", ...env } });
   return {
     port,

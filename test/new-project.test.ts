@@ -46,7 +46,7 @@ afterAll(() => {
 });
 
 /** `keelson new <dir>` from source, as a process. */
-const keelsonNew = (dir: string) => spawnChild([process.execPath, "--import", "tsx", join(ROOT, "supervisor", "cli.ts"), "new", dir], { cwd: ROOT });
+const keelsonNew = (dir: string) => spawnChild([process.execPath, "--import", "tsx", join(ROOT, "cli", "cli.ts"), "new", dir], { cwd: ROOT });
 
 describe("keelson new", () => {
   it("writes the project files, named after the folder", () => {

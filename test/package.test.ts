@@ -60,8 +60,8 @@ describe("the npm package", () => {
   it("holds the build with the Scalar bundle and both licences, the sources its maps point at, and no examples", () => {
     const files = filesUnder(join(unpacked, "package"));
     for (const file of [
-      "LICENSE", "dist/src/index.js", "dist/src/index.d.ts", "dist/supervisor/cli.js", "dist/src/metrics/index.js",
-      "dist/src/docs/vendor/scalar-standalone.js", "dist/src/docs/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "supervisor/cli.ts",
+      "LICENSE", "dist/src/index.js", "dist/src/index.d.ts", "dist/cli/cli.js", "dist/src/metrics/index.js",
+      "dist/src/docs/vendor/scalar-standalone.js", "dist/src/docs/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "cli/cli.ts",
     ]) expect(files, file).toContain(file);
     expect(files.filter((f) => f.startsWith("dist/examples") || f.startsWith("test") || f.startsWith("load-tests"))).toEqual([]);
     expect(readFileSync(join(unpacked, "package", "LICENSE"), "utf8")).toContain("Copyright (c) 2026 keelson contributors");

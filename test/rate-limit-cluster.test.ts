@@ -11,7 +11,7 @@ afterEach(killAllChildren);
 describe("rate limits under the supervisor (4 real workers)", () => {
   it("1,000 requests from one client over fresh connections: exactly 100 served cluster-wide, 900 refused with 429 and Retry-After, in a few dozen IPC leases", async () => {
     const port = await freePort();
-    const child = spawnChild([process.execPath, "--import", "tsx", "supervisor/cli.ts", "start", "test/fixtures/rate-limit-app.ts",
+    const child = spawnChild([process.execPath, "--import", "tsx", "cli/cli.ts", "start", "test/fixtures/rate-limit-app.ts",
       "--workers", "4", "--port", String(port)], { cwd: ROOT, env: { NODE_ENV: "production", RATE_LIMIT: "100" } });
     await child.waitFor(/4 worker\(s\) ready/, { timeoutMs: 60_000 });
     const hits = await hitMany([port], 1000);

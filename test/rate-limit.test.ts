@@ -1,8 +1,8 @@
 // Rate limits in-process: headers on every limited response, 429s, fixed and sliding windows on an
 // injected clock, keys and proxies, misuse, store failures, and how few store calls the leases make.
 import { describe, expect, it } from "vitest";
-import type { IpcHandler, IpcRequestType } from "../src/internal/ipc.js";
-import { installRateLimits } from "../supervisor/rate-limits.js";
+import type { IpcHandler, IpcRequestType } from "../src/cluster/ipc.js";
+import { installRateLimits } from "../src/rate-limit/primary.js";
 import { captureLogs } from "./helpers/logs.js";
 import { App, MemoryRateLimitStore, get, rateLimit, type RateLimitOptions, type RateLimitStore, type RateLimitTake } from "../src/index.js";
 

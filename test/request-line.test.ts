@@ -3,8 +3,8 @@
  * and status members): each part must still say what the request was, in the same millisecond too.
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { isoTime } from "../src/internal/log-format.js";
-import { setLogOrigin } from "../src/internal/log-origin.js";
+import { isoTime } from "../src/logging/format.js";
+import { setLogOrigin } from "../src/logging/origin.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const NOW = Date.UTC(2026, 10, 23, 15, 0, 0, 123);

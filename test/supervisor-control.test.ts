@@ -19,7 +19,7 @@ const run = promisify(execFile);
 /** `keelson <args>` from the repository root with PORT set, as a user would type it. */
 async function keelson(args: string[], port: number): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
+    const { stdout, stderr } = await run(process.execPath, ["--import", "tsx", "cli/cli.ts", ...args], {
       cwd: ROOT, env: { ...process.env, PORT: String(port), KEELSON_CONTROL_SOCKET: "" }, timeout: 60_000,
     });
     return { code: 0, stdout, stderr };

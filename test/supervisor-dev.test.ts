@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseCli } from "../supervisor/cli-args.js";
+import { parseCli } from "../cli/args.js";
 import { freePort, get } from "./fixtures/supervisor-harness.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -36,7 +36,7 @@ describe("keelson dev", () => {
     const main = join(project, "main.ts");
     writeFileSync(main, entry(1));
     const port = await freePort();
-    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), join(ROOT, "supervisor/cli.ts"), "dev", "main.ts", "--port", String(port)], {
+    const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), join(ROOT, "cli/cli.ts"), "dev", "main.ts", "--port", String(port)], {
       cwd: project, env: { ...process.env, NODE_ENV: "development" }, stdio: ["ignore", "pipe", "pipe"],
     });
     children.add(child);

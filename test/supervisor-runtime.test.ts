@@ -22,7 +22,7 @@ function tempDir(): string {
 /** `keelson start test/fixtures/runtime-app.ts --workers 1` in `cwd`, with TMPDIR there too (the cache's default home). */
 function startCli(cwd: string, env: Record<string, string> = {}): Child {
   const started = spawnChild(
-    [process.execPath, "--import", TSX, join(ROOT, "supervisor/cli.ts"), "start", join(ROOT, "test/fixtures/runtime-app.ts"), "--workers", "1"],
+    [process.execPath, "--import", TSX, join(ROOT, "cli/cli.ts"), "start", join(ROOT, "test/fixtures/runtime-app.ts"), "--workers", "1"],
     {
       cwd,
       group: true,

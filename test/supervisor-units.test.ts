@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
-import { parseCli } from "../supervisor/cli-args.js";
+import { parseCli } from "../cli/args.js";
 import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
@@ -29,7 +29,7 @@ function control(argv: string[], env: NodeJS.ProcessEnv = {}) {
 }
 
 function runCli(...args: string[]) {
-  return spawnSync(process.execPath, ["--import", "tsx", "supervisor/cli.ts", ...args], {
+  return spawnSync(process.execPath, ["--import", "tsx", "cli/cli.ts", ...args], {
     cwd: ROOT, encoding: "utf8", env: { ...process.env, WORKERS: "", PORT: "" },
   });
 }

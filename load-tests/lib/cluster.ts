@@ -11,9 +11,9 @@ export interface ClusterSpec {
   /** The worker entry, relative to `cwd`. */
   entry: string;
   workers: number;
-  /** Run the CLI from source through tsx (supervisor/cli.ts) instead of the build in dist/. */
+  /** Run the CLI from source through tsx (cli/cli.ts) instead of the build in dist/. */
   tsx?: boolean;
-  /** The CLI to run, relative to `cwd` (e.g. the bundle's dist/bundle/keelson.mjs). Default dist/supervisor/cli.js. */
+  /** The CLI to run, relative to `cwd` (e.g. the bundle's dist/bundle/keelson.mjs). Default dist/cli/cli.js. */
   cli?: string;
   pinCpu: number | null;
   env?: Record<string, string>;
@@ -62,7 +62,7 @@ export function childPids(ppid: number): number[] {
 }
 
 export async function startCluster(spec: ClusterSpec, readyTimeoutMs = 60_000): Promise<Cluster> {
-  const cli = spec.cli ?? (spec.tsx ? "supervisor/cli.ts" : "dist/supervisor/cli.js");
+  const cli = spec.cli ?? (spec.tsx ? "cli/cli.ts" : "dist/cli/cli.js");
   if (!fs.existsSync(path.join(spec.cwd, cli)) || !fs.existsSync(path.join(spec.cwd, spec.entry))) {
     throw new Error(`${cli} or ${spec.entry} is missing under ${spec.cwd}: run make build first`);
   }

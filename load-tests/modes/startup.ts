@@ -1,5 +1,5 @@
 // Start-up benchmark: process start to serving, for the example as `make run` starts it (the built CLI:
-// node dist/supervisor/cli.js start dist/examples/bookstore/main.js --workers N), as the image starts
+// node dist/cli/cli.js start dist/examples/bookstore/main.js --workers N), as the image starts
 // it (the bundle of make build: node dist/bundle/keelson.mjs start dist/bundle/main.mjs) and as one
 // process without the supervisor, against bare h3 (alone, and under a bare node:cluster primary) in
 // the same interleaved rounds. Needs make build-bench (dist/ with the bench servers and dist/bundle).
@@ -39,7 +39,7 @@ let emptyCaches = 0;
 const emptyCache = (): string => path.join(scratch, `empty-cache-${emptyCaches++}`);
 
 /** The CLI and the example's entry as `make run` starts them, and as the image does (make build's bundle). */
-const UNBUNDLED = { cli: "dist/supervisor/cli.js", entry: "dist/examples/bookstore/main.js" };
+const UNBUNDLED = { cli: "dist/cli/cli.js", entry: "dist/examples/bookstore/main.js" };
 const BUNDLED = { cli: "dist/bundle/keelson.mjs", entry: "dist/bundle/main.mjs" };
 type Program = typeof UNBUNDLED;
 const warm = (): string => warmCache;

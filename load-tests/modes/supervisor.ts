@@ -1,6 +1,6 @@
 // Supervisor benchmark: throughput with 1 vs 2 workers, time for a killed worker to be replaced and
 // serving, time for a full rolling reload, idle RSS of the primary and of each worker. Runs the
-// built example (make build first): node dist/supervisor/cli.js start dist/examples/bookstore/main.js
+// built example (make build first): node dist/cli/cli.js start dist/examples/bookstore/main.js
 //   node --import tsx load-tests/bench.ts supervisor [--duration 10] [--connections 50] [--runs 3] [--root DIR]
 // Prints a Markdown report (the `## Supervisor` section of BENCHMARKS.md comes from it).
 import { cpus } from "node:os";

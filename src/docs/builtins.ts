@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { ERROR_CODES, type ErrorCode } from "../errors.js";
-import type { JSONSchema } from "../internal/json-schema.js";
-import type { Route } from "../route.js";
+import type { JSONSchema } from "../http/json-schema.js";
+import type { Route } from "../http/route.js";
 import type { OpenAPIOperation, OpenAPIResponse } from "./types.js";
 
 /** Component names keelson itself puts in every document; a user schema with the same id is renamed. */

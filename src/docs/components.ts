@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { decodePointer, readJSONSchema, type JSONSchema, type SchemaSide } from "../internal/json-schema.js";
+import { decodePointer, readJSONSchema, type JSONSchema, type SchemaSide } from "../http/json-schema.js";
 
 const DEFS_PREFIX = "#/$defs/";
 // Values, not subschemas: a `$ref` string inside an example is data.

@@ -1,6 +1,6 @@
-import { JSON_HEADERS } from "../internal/headers.js";
-import { sharedBody } from "../internal/shared-body.js";
-import { get, type RegisteredRoute, type Route } from "../route.js";
+import { JSON_HEADERS } from "../http/headers.js";
+import { sharedBody } from "../http/shared-body.js";
+import { get, type RegisteredRoute, type Route } from "../http/route.js";
 import { acceptsGzip, loadScalarBundle, matchesETag } from "./assets.js";
 import { buildOpenAPIDocument, docsPaths, parseServer, type OpenAPIDocsConfig } from "./openapi.js";
 import { renderDocsPage, serverOrigin } from "./page.js";

@@ -1,6 +1,6 @@
 import type { DocsConfig } from "../config.js";
-import { joinPath } from "../internal/path.js";
-import type { RegisteredRoute } from "../route.js";
+import { joinPath } from "../http/path.js";
+import type { RegisteredRoute } from "../http/route.js";
 import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthRoute } from "./builtins.js";
 import { SchemaCollector } from "./components.js";
 import { routeOperation, toOpenAPIPath, type OperationContext } from "./operation.js";

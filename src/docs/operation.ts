@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { readJSONSchema, resolveLocalRef, type JSONSchema } from "../internal/json-schema.js";
-import type { ResponseDoc, Route } from "../route.js";
+import { readJSONSchema, resolveLocalRef, type JSONSchema } from "../http/json-schema.js";
+import type { ResponseDoc, Route } from "../http/route.js";
 import { ERROR_RESPONSES, errorResponse } from "./builtins.js";
 import type { SchemaCollector } from "./components.js";
 import type { OpenAPIOperation, OpenAPIParameter, OpenAPIRef, OpenAPIResponse } from "./types.js";

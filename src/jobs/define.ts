@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import type { Cron as CronClass } from "croner";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 
 /** Where a job runs under the supervisor: on one worker per tick, or on every worker. */
 export type JobRunOn = "one" | "each";

@@ -1,8 +1,8 @@
-import { defineIpcMessage, defineIpcRequest } from "../internal/ipc.js";
+import { defineIpcMessage, defineIpcRequest } from "../cluster/ipc.js";
 import type { JobSpec } from "./define.js";
 
 /**
- * The jobs integration's IPC message types: the primary (supervisor/jobs.ts) runs the clock of
+ * The jobs integration's IPC message types: the primary (jobs/primary.ts) runs the clock of
  * every `runOn: "one"` job and hands each tick to one ready worker.
  */
 

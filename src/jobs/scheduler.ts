@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { MetricsCollector, Scheduler } from "../integrations.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
-import type { Logger } from "../logger.js";
+import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import type { Logger } from "../logging/logger.js";
 import { TickClock } from "./clock.js";
 import { jobSpec, type Job, type JobSpec } from "./define.js";
 import { jobsDone, jobsRegister, jobsRun } from "./ipc.js";
@@ -22,7 +22,7 @@ export type JobOutcome = "success" | "failure" | "aborted" | "skipped";
  * The App's jobs, as the one Scheduler `app.schedule()` registers: `listen()` starts it, the
  * shutdown stops it. Ticks of `runOn: "each"` jobs, and of every job outside the supervisor,
  * come from this process's own clock; under the supervisor, ticks of `runOn: "one"` jobs come
- * from the primary, one worker per tick (supervisor/jobs.ts).
+ * from the primary, one worker per tick (jobs/primary.ts).
  */
 export class JobScheduler implements Scheduler {
   readonly #host: JobHost;

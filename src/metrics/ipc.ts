@@ -1,8 +1,8 @@
-import { defineIpcMessage, defineIpcRequest } from "../internal/ipc.js";
+import { defineIpcMessage, defineIpcRequest } from "../cluster/ipc.js";
 
 /**
  * The metrics integration's IPC message types, registered with the core protocol: the primary
- * (supervisor/metrics.ts) and the worker (prometheus.ts) both import them from here. This file
+ * (metrics/primary.ts) and the worker (prometheus.ts) both import them from here. This file
  * and everything it imports stay free of prom-client, so the primary never loads it.
  */
 

@@ -1,9 +1,9 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
-import { removeResponseHeaders } from "../internal/headers.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../internal/worker-link.js";
-import { get } from "../route.js";
+import { removeResponseHeaders } from "../http/headers.js";
+import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import { get } from "../http/route.js";
 import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";

@@ -1,13 +1,13 @@
 import { conflict } from "../errors.js";
 import {
   columnDDL, decodeValue, encodeValue, parseColumns, quoteIdentifier, type Column, type ColumnType,
-} from "../internal/sql-columns.js";
-import { isUniqueViolation } from "../internal/sql-errors.js";
+} from "./columns.js";
+import { isUniqueViolation } from "./errors.js";
 import { newPage, pageOffset, type Page, type PageQuery } from "../pagination.js";
 import type { Repository } from "../repository.js";
 import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
 
-export type { ColumnType } from "../internal/sql-columns.js";
+export type { ColumnType } from "./columns.js";
 
 /** Options of `defineSQLRepository()`. */
 export interface SQLRepositoryOptions<T> {

@@ -5,7 +5,7 @@ import {
 } from "@opentelemetry/api";
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
-import { readRequestHeader, readSingleRequestHeader } from "../internal/headers.js";
+import { readRequestHeader, readSingleRequestHeader } from "../http/headers.js";
 import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
 import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
 import {

@@ -1,4 +1,4 @@
-import { Logger, type LogFormat } from "../../src/logger.js";
+import { Logger, type LogFormat } from "../../src/logging/logger.js";
 
 /** A logger writing into memory, and what it wrote, line by line. */
 export interface LogCapture {

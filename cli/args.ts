@@ -1,0 +1,137 @@
+import { existsSync } from "node:fs";
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
+import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
+import { parseSize } from "../supervisor/memory-limit.js";
+import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
+
+/** What the command line asks for. */
+export type CliCommand =
+  | { command: "help" }
+  | { command: "start"; options: SupervisorOptions }
+  | { command: "control"; control: ControlCommand }
+  | { command: "dev"; dev: DevCommand }
+  | { command: "error"; message: string };
+
+export const USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
+
+Runs <entry> (a module that builds a keelson App and calls listen()) in N node:cluster
+workers behind one port. SIGINT/SIGTERM: drain every worker and exit (0 when all exited
+cleanly, else 1). SIGHUP: rolling reload, one worker at a time.
+
+Options (times in milliseconds):
+  -w, --workers N             workers (default: $WORKERS, else $WEB_CONCURRENCY, else one per CPU)
+  -p, --port N                port of the App (default: $PORT, else the App's own default, 3000)
+      --ready-timeout MS      a worker must listen within this (default 30000)
+      --shutdown-timeout MS   drain budget assumed before a worker reports its own (default 10000)
+      --kill-margin MS        SIGKILL a draining worker this long after its budget (default 1000)
+      --heartbeat-interval MS worker heartbeat period (default 1000)
+      --watchdog-timeout MS   kill a worker silent this long, blocked event loop; 0 = off (default 10000)
+      --backoff-initial MS    first restart delay after a crash, doubling (default 100)
+      --backoff-max MS        largest restart delay (default 10000)
+      --backoff-reset MS      uptime that resets a slot's delay (default 30000)
+      --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
+      --crash-window MS       (default 60000)
+      --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
+                              App uses definePrometheus (default: $KEELSON_METRICS_PORT, else 9464)
+      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
+      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
+                              --max-memory-window MS (default 30000), new worker first
+      --control-socket PATH   Unix socket for keelson status/reload (default: $KEELSON_CONTROL_SOCKET,
+                              else one per folder and port in $XDG_RUNTIME_DIR/keelson or /tmp/keelson-<uid>)
+  -h, --help                  this text
+
+A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
+Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
+
+${CONTROL_USAGE}
+
+${DEV_USAGE}
+
+keelson client <entry> [--out DIR]   OpenAPI document + types for openapi-fetch (keelson client --help)
+keelson new <dir>                    a new project (keelson new --help)
+keelson bundle <entry> [--out DIR]   the service and this CLI bundled for production (keelson bundle --help)`;
+
+const NUMBER_FLAGS = {
+  workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
+  "heartbeat-interval": undefined, "watchdog-timeout": undefined, "backoff-initial": undefined, "backoff-max": undefined,
+  "backoff-reset": undefined, "max-crashes": undefined, "crash-window": undefined, "max-memory-window": undefined,
+} as const;
+
+type NumberFlag = keyof typeof NUMBER_FLAGS;
+
+function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFlag): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (raw.trim() === "" || !Number.isFinite(value) || value < 0) throw new Error(`--${flag} expects a number >= 0, got "${raw}"`);
+  return value;
+}
+
+function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | undefined {
+  if (flag !== undefined) return flag;
+  const raw = env.PORT;
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be an integer from 0 to 65535, got "${raw}"`);
+  return value;
+}
+
+function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
+  if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
+  const raw = env.KEELSON_METRICS_PORT;
+  return raw === undefined || raw.trim() === "" ? undefined : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
+}
+
+/** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
+export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
+  try {
+    const [first, ...rest] = argv;
+    if ((first === "status" || first === "reload") && !rest.includes("--help") && !rest.includes("-h")) {
+      return { command: "control", control: parseControlCommand(first, rest, env) };
+    }
+    if (first === "dev" && !rest.includes("--help") && !rest.includes("-h")) return { command: "dev", dev: parseDevCommand(rest, env) };
+    const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
+      name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
+    ]));
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true,
+      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+    const separator = argv.indexOf("--");
+    const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
+    const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
+    if (values.help === true || own.length === 0) return { command: "help" };
+    const [command, entry, ...extra] = own;
+    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, dev, status, reload, client, new)` };
+    if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
+    if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
+    if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };
+    const numbers = values as Partial<Record<NumberFlag, string>>;
+    const number = (flag: NumberFlag) => readNumber(numbers, flag);
+    return {
+      command: "start",
+      options: {
+        entry,
+        args: entryArgs,
+        workers: number("workers") ?? readWorkersEnv(env),
+        port: readPort(number("port"), env),
+        readyTimeout: number("ready-timeout"),
+        shutdownTimeout: number("shutdown-timeout"),
+        killMargin: number("kill-margin"),
+        heartbeatInterval: number("heartbeat-interval"),
+        watchdogTimeout: number("watchdog-timeout"),
+        backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
+        crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
+        metricsPort: readMetricsPort(values["metrics-port"], env),
+        metricsHost: values["metrics-host"] ?? (env.KEELSON_METRICS_HOST?.trim() || undefined),
+        controlSocket: values["control-socket"],
+        maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
+        maxMemoryWindow: number("max-memory-window"),
+      },
+    };
+  } catch (error) {
+    return { command: "error", message: (error as Error).message };
+  }
+}

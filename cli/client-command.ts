@@ -1,0 +1,136 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { isAbsolute, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
+import { parseArgs } from "node:util";
+import { buildOpenAPIDocument, type OpenAPIDocsConfig } from "../src/docs/openapi.js";
+import type { OpenAPIDocument } from "../src/docs/types.js";
+import type { RegisteredRoute } from "../src/http/route.js";
+
+export const CLIENT_USAGE = `Usage: keelson client <entry> [--export NAME] [--out DIR]
+       keelson client --from-url URL [--out DIR]
+
+Writes DIR/openapi.json (the App's OpenAPI document) and DIR/api.d.ts (TypeScript types of every
+path, parameter, body and response, one type per status code) for openapi-fetch's createClient.
+
+<entry> is a module that builds the App without listening: its export NAME (default "buildApp"),
+else its default export, is an App or a function (no arguments, may be async) returning one.
+--from-url reads the document of a running service instead (e.g. http://localhost:3000/docs/openapi.json).
+
+Options:
+      --out DIR      where to write (default: ./client)
+      --export NAME  the entry's export that builds the App (default: buildApp)
+  -h, --help         this text
+
+Needs openapi-typescript (npm install --save-dev openapi-typescript). A TypeScript entry:
+NODE_OPTIONS="--import tsx" npx keelson client src/app.ts`;
+
+/** What `keelson client …` asks for. */
+export type ClientRequest =
+  | { command: "help" }
+  | { command: "error"; message: string }
+  | { command: "client"; source: { entry: string; exportName: string } | { url: string }; out: string };
+
+/** Parses the arguments after `client`. Never throws. */
+export function parseClientArgs(argv: readonly string[]): ClientRequest {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...argv], allowPositionals: true, strict: true,
+      options: { out: { type: "string" }, export: { type: "string" }, "from-url": { type: "string" }, help: { type: "boolean", short: "h" } },
+    });
+    if (values.help === true) return { command: "help" };
+    const out = resolve(values.out ?? "client");
+    const url = values["from-url"];
+    if (url !== undefined) {
+      if (positionals.length > 0) return { command: "error", message: "give either <entry> or --from-url, not both" };
+      if (!URL.canParse(url)) return { command: "error", message: `--from-url expects a URL, got "${url}"` };
+      return { command: "client", source: { url }, out };
+    }
+    const [entry, ...extra] = positionals;
+    if (entry === undefined) return { command: "error", message: "missing <entry> (the module that builds the App) or --from-url" };
+    if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")}` };
+    return { command: "client", source: { entry, exportName: values.export ?? "buildApp" }, out };
+  } catch (error) {
+    return { command: "error", message: (error as Error).message };
+  }
+}
+
+/** The part of an App the command reads; duck-typed because the entry may load its own copy of keelson. */
+interface AppLike {
+  readonly routes: readonly RegisteredRoute[];
+  readonly config: { readonly docs: OpenAPIDocsConfig };
+  close?: () => Promise<unknown>;
+}
+
+const isAppLike = (value: unknown): value is AppLike =>
+  typeof value === "object" && value !== null && Array.isArray((value as AppLike).routes) && typeof (value as AppLike).config?.docs === "object";
+
+/** Imports `entry` and builds its App: the named export, else the default export, called if it is a function. */
+async function loadApp(entry: string, exportName: string): Promise<AppLike> {
+  const url = entry.startsWith("file:") ? entry : pathToFileURL(isAbsolute(entry) ? entry : resolve(entry)).href;
+  const module = (await import(url)) as Record<string, unknown>;
+  const exported = module[exportName] ?? module.default;
+  if (exported === undefined) throw new Error(`${entry} exports neither "${exportName}" nor a default export`);
+  const app: unknown = typeof exported === "function" ? await (exported as () => unknown)() : exported;
+  if (!isAppLike(app)) throw new Error(`${entry}: "${module[exportName] === undefined ? "default" : exportName}" is not an App nor a function returning one`);
+  return app;
+}
+
+async function readDocument(source: { entry: string; exportName: string } | { url: string }): Promise<OpenAPIDocument> {
+  if ("url" in source) {
+    const response = await fetch(source.url, { headers: { accept: "application/json" }, signal: AbortSignal.timeout(30_000) });
+    if (!response.ok) throw new Error(`GET ${source.url} answered ${response.status}`);
+    return (await response.json()) as OpenAPIDocument;
+  }
+  const app = await loadApp(source.entry, source.exportName);
+  try {
+    return buildOpenAPIDocument(app.routes, app.config.docs);
+  } finally {
+    // Runs the App's shutdown hooks: whatever building it opened (a database pool) is closed.
+    await app.close?.();
+  }
+}
+
+/** openapi-typescript is an optional peer: only those who generate clients install it. */
+async function toTypeScript(document: OpenAPIDocument): Promise<string> {
+  let generator: typeof import("openapi-typescript");
+  try {
+    generator = await import("openapi-typescript");
+  } catch {
+    throw new Error("openapi-typescript is not installed: npm install --save-dev openapi-typescript");
+  }
+  const ast = await generator.default(document as unknown as Parameters<typeof generator.default>[0]);
+  return generator.COMMENT_HEADER + generator.astToString(ast);
+}
+
+/**
+ * `keelson client`: writes `openapi.json` and `api.d.ts` into `--out`; resolves to the exit code
+ * (0 written, 1 failed, 2 usage error).
+ *
+ * @example
+ * // NODE_OPTIONS="--import tsx" npx keelson client src/app.ts --out src/client
+ * process.exitCode = await runClientCommand(["src/app.ts", "--out", "src/client"]);
+ */
+export async function runClientCommand(argv: readonly string[]): Promise<number> {
+  const request = parseClientArgs(argv);
+  if (request.command === "help") {
+    process.stdout.write(CLIENT_USAGE + "\n");
+    return 0;
+  }
+  if (request.command === "error") {
+    process.stderr.write(`keelson client: ${request.message}\nRun "keelson client --help" for usage.\n`);
+    return 2;
+  }
+  try {
+    const document = await readDocument(request.source);
+    const types = await toTypeScript(document);
+    mkdirSync(request.out, { recursive: true });
+    writeFileSync(join(request.out, "openapi.json"), JSON.stringify(document, null, 2) + "\n");
+    writeFileSync(join(request.out, "api.d.ts"), types);
+    const operations = Object.values(document.paths).reduce((n, item) => n + Object.keys(item).length, 0);
+    process.stdout.write(`keelson client: ${operations} operation(s) → ${join(request.out, "openapi.json")}, ${join(request.out, "api.d.ts")}\n`);
+    return 0;
+  } catch (error) {
+    process.stderr.write(`keelson client: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

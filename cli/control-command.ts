@@ -1,0 +1,123 @@
+import type { ConsolaInstance } from "consola";
+import { parseArgs } from "node:util";
+import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
+import { sendControl } from "../supervisor/control-socket.js";
+import type { ReloadReport } from "../supervisor/reload.js";
+import type { StatusReport } from "../supervisor/status.js";
+import { terminal } from "./terminal.js";
+
+/** `keelson status` / `keelson reload`, parsed. */
+export interface ControlCommand {
+  command: "status" | "reload";
+  /** The control socket: `--socket`, else `KEELSON_CONTROL_SOCKET`, else the one of this folder and port. */
+  socket: string;
+  json: boolean;
+  /** `status --watch`: refresh every this many ms. */
+  watchMs: number | undefined;
+}
+
+export const CONTROL_USAGE = `Usage: keelson status [--json] [--watch] [--interval MS] [--socket PATH] [--port N]
+       keelson reload [--json] [--socket PATH] [--port N]
+
+status: one row per worker (pid, generation, state, uptime, restarts, memory, event loop,
+requests in flight and per second), the primary's row and the crash-loop breaker.
+reload: a rolling reload of the running supervisor; prints which workers were replaced.
+Without --socket, finds the supervisor started from this folder with this PORT.`;
+
+/** Parses the arguments after `status` or `reload`; throws a one-line reason. */
+export function parseControlCommand(command: "status" | "reload", argv: readonly string[], env: NodeJS.ProcessEnv): ControlCommand {
+  const { values, positionals } = parseArgs({
+    args: [...argv], allowPositionals: true, strict: true,
+    options: {
+      socket: { type: "string" }, port: { type: "string", short: "p" }, json: { type: "boolean" },
+      watch: { type: "boolean" }, interval: { type: "string" },
+    },
+  });
+  if (positionals.length > 0) throw new Error(`unexpected argument(s): ${positionals.join(" ")}`);
+  if (command === "reload" && (values.watch === true || values.interval !== undefined)) throw new Error("--watch and --interval are for keelson status");
+  const port = values.port === undefined ? undefined : Number(values.port);
+  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
+  const interval = values.interval === undefined ? 2000 : Number(values.interval);
+  if (!Number.isFinite(interval) || interval < 100) throw new Error(`--interval expects milliseconds >= 100, got "${values.interval}"`);
+  const fromEnv = env.KEELSON_CONTROL_SOCKET;
+  const socket = values.socket ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : defaultControlSocket(process.cwd(), effectivePort(port, env), env));
+  return { command, socket, json: values.json === true, watchMs: values.watch === true || values.interval !== undefined ? interval : undefined };
+}
+
+/** Runs the command; resolves with the exit code (0, or 1 when the supervisor cannot be reached or the reload stopped). */
+export async function runControlCommand(cli: ControlCommand): Promise<number> {
+  try {
+    if (cli.command === "reload") return await runReload(cli);
+    do {
+      const reply = await sendControl(cli.socket, { command: "status" }, 5000);
+      if (!reply.ok || !("status" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
+      if (cli.watchMs !== undefined && process.stdout.isTTY) process.stdout.write("\u001B[2J\u001B[H");
+      if (cli.json) process.stdout.write(`${JSON.stringify(reply.status)}\n`);
+      else printStatus(reply.status, await terminal());
+      if (cli.watchMs !== undefined) await new Promise((resolve) => setTimeout(resolve, cli.watchMs));
+    } while (cli.watchMs !== undefined);
+    return 0;
+  } catch (error) {
+    (await terminal()).error((error as Error).message);
+    return 1;
+  }
+}
+
+async function runReload(cli: ControlCommand): Promise<number> {
+  // A rolling reload takes a worker's start plus its drain per slot: no short deadline here.
+  const reply = await sendControl(cli.socket, { command: "reload" }, 30 * 60_000);
+  if (!reply.ok || !("reload" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
+  if (cli.json) process.stdout.write(`${JSON.stringify(reply.reload)}\n`);
+  else printReload(reply.reload, await terminal());
+  return reply.reload.ok ? 0 : 1;
+}
+
+/** `worker 1 (pid 10 → 12), worker 2 (pid 11 → 13)`. */
+function describeReplaced(report: ReloadReport): string {
+  return report.workers.map((w) => `worker ${w.id} (pid ${w.from} → ${w.to})`).join(", ") || "none";
+}
+
+function printReload(report: ReloadReport, consola: ConsolaInstance): void {
+  const replaced = `${report.replaced} worker(s) replaced in ${formatDuration(report.durationMs)}: ${describeReplaced(report)}`;
+  if (report.ok) consola.success(`reload complete: ${replaced}`);
+  else consola.fail(`reload stopped: ${report.error ?? "unknown reason"}; ${replaced}`);
+}
+
+const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "elu", "delay p99", "in flight", "req/s"] as const;
+
+function printStatus(status: StatusReport, consola: ConsolaInstance): void {
+  const { primary, breaker } = status;
+  const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
+  consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
+  consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
+  const rows: string[][] = [[
+    "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),
+    primary.elu.toFixed(2), "", "", "",
+  ]];
+  for (const worker of status.workers) {
+    const stats = worker.stats;
+    rows.push([
+      String(worker.id), String(worker.pid), String(worker.generation), worker.state, formatDuration(worker.uptimeMs), String(worker.restarts),
+      stats ? formatBytes(stats.rss) : "-", stats ? formatBytes(stats.heapUsed) : "-", stats ? stats.elu.toFixed(2) : "-",
+      stats ? `${stats.delayP99Ms.toFixed(1)}ms` : "-", stats ? String(stats.inflight) : "-", stats ? stats.requestsPerSecond.toFixed(1) : "-",
+    ]);
+  }
+  const table = [[...COLUMNS], ...rows];
+  const widths = COLUMNS.map((_, column) => Math.max(...table.map((row) => (row[column] ?? "").length)));
+  // The table itself goes out bare (no reporter prefix), so it stays aligned when piped to grep or awk.
+  process.stdout.write(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd()).join("\n")}\n`);
+}
+
+function formatBytes(bytes: number): string {
+  return bytes >= 1024 ** 3 ? `${(bytes / 1024 ** 3).toFixed(2)} GB` : `${(bytes / 1024 ** 2).toFixed(1)} MB`;
+}
+
+/** `850ms`, `12.3s`, `5m 03s`, `2h 05m`. */
+function formatDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${seconds.toFixed(1)}s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes}m ${String(Math.floor(seconds % 60)).padStart(2, "0")}s`;
+  return `${Math.floor(minutes / 60)}h ${String(minutes % 60).padStart(2, "0")}m`;
+}

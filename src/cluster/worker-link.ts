@@ -1,0 +1,134 @@
+import cluster from "node:cluster";
+import { flushAllLoggers } from "../logging/logger.js";
+import { bypassRelay } from "../logging/sink.js";
+import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "./ipc.js";
+import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
+
+/**
+ * The worker side of the supervisor protocol. When the process is a node:cluster worker,
+ * `App.listen()` attaches the link once its server listens: it reports `ready`, beats a
+ * heartbeat from the event loop, drains on the primary's `shutdown` message, and drains by
+ * itself when the primary is gone (even SIGKILLed), so an orphan never outlives its budget.
+ */
+
+/** The channel to the primary, from a worker; the primary's side is `cluster.Worker`. */
+export type PrimaryChannel = Channel<WorkerMessages, PrimaryMessages>;
+
+/** What the link needs from the App it reports on. */
+export interface LinkedApp {
+  port: number;
+  url: string;
+  docsUrl: string | undefined;
+  shutdownTimeout: number;
+  /** The App's idempotent shutdown (drain + hooks). */
+  shutdown(reason: string): Promise<{ clean: boolean }>;
+  /** Its request counters, reported with the worker's stats. */
+  load: RequestLoad;
+}
+
+/** Heartbeat period when the supervisor does not say (it passes `KEELSON_HEARTBEAT_INTERVAL`). */
+const DEFAULT_HEARTBEAT_MS = 1000;
+const SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
+let channel: PrimaryChannel | undefined;
+
+// SIGHUP is the primary's (rolling reload); one that reaches the whole group must not kill workers.
+const onHangup = () => {};
+
+/** The channel to the supervisor, or undefined outside a cluster worker. */
+export function getPrimaryChannel(): PrimaryChannel | undefined {
+  if (channel === undefined && cluster.isWorker) channel = new Channel(processEndpoint());
+  return channel;
+}
+
+/** `process` as an Endpoint; a failed send is dropped (the callback keeps it from becoming an 'error' event). */
+function processEndpoint(): Endpoint {
+  return {
+    send: (message: Envelope) => process.send?.(message, undefined, undefined, () => {}),
+    on: (event, listener) => process.on(event, listener),
+    off: (event, listener) => process.off(event, listener),
+    get connected() {
+      return process.connected;
+    },
+  };
+}
+
+let failureReported = false;
+
+/**
+ * Tells the supervisor why this worker is about to die (its App could not start, or an uncaught
+ * error), so the primary's verdict names the cause instead of only an exit code. The first
+ * report wins: it is the cause, later ones are its echoes. A no-op outside a cluster worker.
+ */
+export function reportWorkerFailure(error: unknown): void {
+  if (failureReported || !cluster.isWorker) return;
+  failureReported = true;
+  getPrimaryChannel()?.send("failed", { reason: describeFailure(error) });
+}
+
+/** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
+function describeFailure(error: unknown): string {
+  let text: string;
+  if (error instanceof Error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const label = typeof code === "string" ? `${error.name} [${code}]` : error.name === "Error" ? "" : error.name;
+    text = label === "" ? error.message : `${label}: ${error.message}`;
+  } else text = String(error);
+  return text.replace(/\s*\n\s*/g, " ").slice(0, 1000);
+}
+
+function heartbeatInterval(): number {
+  const value = Number(process.env.KEELSON_HEARTBEAT_INTERVAL);
+  return Number.isFinite(value) && value > 0 ? value : DEFAULT_HEARTBEAT_MS;
+}
+
+/**
+ * Connects a listening App to the supervisor; a no-op outside a cluster worker. Returns the
+ * undo, called when the App's `listen()` settles.
+ */
+export function attachWorkerLink(app: LinkedApp): () => void {
+  const primary = getPrimaryChannel();
+  const worker = cluster.worker;
+  if (primary === undefined || worker === undefined) return () => {};
+  // Node's cluster worker exits at once when the IPC channel drops unless it counts the
+  // disconnect as requested: claim so, and drain instead.
+  worker.exitedAfterDisconnect = true;
+  let draining = false;
+  const drain = (reason: string, exitAfter: boolean) => {
+    if (!draining) primary.send("draining", { reason });
+    draining = true;
+    if (!exitAfter) return;
+    void app.shutdown(reason).then((report) => {
+      flushAllLoggers();
+      process.exit(report.clean ? 0 : 1);
+    });
+  };
+  // The App's own SIGINT/SIGTERM handler drains and exits; this one only tells the primary.
+  const onSignal = (signal: NodeJS.Signals) => drain(signal, false);
+  const onDisconnect = () => {
+    bypassRelay();
+    // console output went through the primary too: lost now, and its EPIPE must not end the drain.
+    for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
+    drain("the supervisor's IPC channel closed (primary gone)", true);
+  };
+  for (const signal of SIGNALS) process.on(signal, onSignal);
+  process.on("SIGHUP", onHangup);
+  process.on("disconnect", onDisconnect);
+  const offShutdown = primary.on("shutdown", ({ reason }) => drain(reason, true));
+  const period = heartbeatInterval();
+  const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), period);
+  beat.unref();
+  const stopStats = reportWorkerStats(primary, app.load, period);
+  primary.send("ready", {
+    pid: process.pid, port: app.port, url: app.url, docsUrl: app.docsUrl, shutdownTimeout: app.shutdownTimeout,
+  });
+  if (!process.connected) onDisconnect();
+  return () => {
+    clearInterval(beat);
+    stopStats();
+    offShutdown();
+    for (const signal of SIGNALS) process.off(signal, onSignal);
+    process.off("SIGHUP", onHangup);
+    process.off("disconnect", onDisconnect);
+  };
+}

@@ -1,0 +1,76 @@
+import type { H3Event } from "h3";
+import type { Span, Translator, Tracer } from "../integrations.js";
+import type { Logger } from "../logging/logger.js";
+import { parsePagination, type PageQuery } from "../pagination.js";
+import type { RawQuery } from "./route.js";
+import { negotiateLanguage } from "./language.js";
+import { readQuery } from "./query.js";
+
+/** What a handler context needs from its App; kept small so contexts stay cheap to build. */
+export interface ContextServices {
+  readonly logger: Logger;
+  readonly tracer: Tracer;
+  readonly translator: Translator | undefined;
+}
+
+/**
+ * The argument of every route handler. One plain object per request: fields are set once in
+ * the constructor; `query` and `lang` are computed on first use.
+ */
+export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknown> {
+  readonly event: H3Event;
+  /** Path parameters, URL-decoded (validated when the route has a `params` schema). */
+  readonly params: P;
+  /** Parsed JSON body (validated when the route has a `body` schema); undefined when empty. */
+  readonly body: B;
+  private readonly services: ContextServices;
+  private parsedQuery: Q | undefined;
+  private language: string | undefined;
+
+  constructor(event: H3Event, services: ContextServices, params: P, query: Q | undefined, body: B) {
+    this.event = event;
+    this.services = services;
+    this.params = params;
+    this.parsedQuery = query;
+    this.body = body;
+    this.language = undefined;
+  }
+
+  /** Query parameters (coerced and validated when the route has a `query` schema). */
+  get query(): Q {
+    return (this.parsedQuery ??= readQuery(this.event) as Q);
+  }
+
+  get logger(): Logger {
+    return this.services.logger;
+  }
+
+  /** The request's language: Accept-Language matched against the translator's languages. */
+  get lang(): string {
+    return (this.language ??= negotiateLanguage(
+      this.event.req.headers.get("accept-language"),
+      this.services.translator?.languages,
+    ));
+  }
+
+  /** Translates `key` into `ctx.lang`; without a translator, returns the key. */
+  t(key: string, ...args: unknown[]): string {
+    const translator = this.services.translator;
+    return translator ? translator.translate(this.lang, key, ...args) : key;
+  }
+
+  /** `page` and `limit` of the query string, clamped (see parsePagination). */
+  pagination(): PageQuery {
+    return parsePagination(this.query as Record<string, string | string[]>);
+  }
+
+  /** The request's server span (a no-op span unless a tracer is set). */
+  get span(): Span {
+    return this.event.context.keelson?.span ?? this.services.tracer.startSpan("noop");
+  }
+
+  /** Starts a child span of the request's span; call `end()` on it. */
+  startSpan(name: string): Span {
+    return this.services.tracer.startSpan(name, { parent: this.span });
+  }
+}

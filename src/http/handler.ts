@@ -1,0 +1,101 @@
+import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { getRouterParams, type H3Event } from "h3";
+import { HandlerContext, type ContextServices } from "./context.js";
+import { json, noContent } from "./results.js";
+import type { Handler, Route } from "./route.js";
+import { readJSONBody } from "./body.js";
+import { readQuery } from "./query.js";
+import { createCoercer, validateInput, type Coercer, type InputPart } from "./validate.js";
+
+type AnyHandler = Handler<unknown, unknown, unknown>;
+
+const EMPTY_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
+
+/**
+ * What h3 would serialize as JSON itself (its isJSONSerializable, minus null and bigint, which it
+ * does not send as JSON text): such values go through json() so that they carry its headers.
+ */
+function isJSONValue(value: unknown): value is object | number | boolean {
+  const type = typeof value;
+  if (type !== "object") return type === "number" || type === "boolean";
+  const object = value as { toJSON?: unknown; pipe?: unknown; pipeTo?: unknown } | null;
+  // h3 answers a returned Error as if it were thrown; a KError's toJSON() must not make it a 200.
+  if (object === null || object instanceof Error) return false;
+  if (typeof object.toJSON === "function" || Array.isArray(object)) return true;
+  if (typeof object.pipe === "function" || typeof object.pipeTo === "function") return false;
+  const proto = Object.getPrototypeOf(object) as object | null;
+  // Plain objects, prototype-free ones (ctx.query) and h3's EmptyObject (router params).
+  return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
+}
+
+function toResult(value: unknown): unknown {
+  if (value === undefined) return noContent();
+  return isJSONValue(value) ? json(value) : value;
+}
+
+function settle(value: unknown): unknown {
+  return value instanceof Promise ? value.then(toResult) : toResult(value);
+}
+
+function readParams(event: H3Event): Record<string, string> {
+  return event.context.params ? getRouterParams(event, { decode: true }) : (EMPTY_PARAMS as Record<string, string>);
+}
+
+/** The validated value of one input part (a promise only for async schemas); `raw` without a schema. */
+function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Coercer | undefined, raw: unknown): unknown {
+  if (!schema) return raw;
+  return validateInput(part, schema, coerce ? coerce(raw as Record<string, string | string[]>) : raw);
+}
+
+/**
+ * A route's coercion plan, built on its first request rather than at registration: it converts the
+ * schema to JSON Schema (~1 ms a route with zod), which a start-up need not pay for routes not yet called.
+ */
+function lazyCoercer(schema: StandardSchemaV1 | undefined): Coercer | undefined {
+  if (!schema) return undefined;
+  // undefined: not planned yet; null: the schema describes nothing to coerce.
+  let plan: Coercer | null | undefined;
+  return function coerce(raw) {
+    if (plan === undefined) plan = createCoercer(schema) ?? null;
+    return plan === null ? raw : plan(raw);
+  };
+}
+
+/**
+ * Compiles a Route into an h3 handler. Work that depends only on the declaration (schema
+ * coercion plans, whether a body is read) happens once, not per request; a route with no
+ * schemas and no body takes a synchronous path that allocates only the context.
+ */
+export function compileRoute(route: Route, services: ContextServices, bodyLimit: number): (event: H3Event) => unknown {
+  const { params: paramsSchema, query: querySchema, body: bodySchema } = route.options;
+  const handler = route.handler as unknown as AnyHandler;
+  const readsBody = route.method !== "GET";
+  const coerceParams = lazyCoercer(paramsSchema);
+  const coerceQuery = lazyCoercer(querySchema);
+
+  if (!readsBody && !paramsSchema && !querySchema) {
+    return function keelsonRoute(event) {
+      return settle(handler(new HandlerContext(event, services, readParams(event), undefined, undefined)));
+    };
+  }
+
+  const run = (event: H3Event, params: unknown, query: unknown, body: unknown) =>
+    settle(handler(new HandlerContext(event, services, params, query, body)));
+
+  // Params and query are checked before the body is read: a bad path or query string is
+  // answered without waiting for the body, and the usual POST takes one promise, not five.
+  return function keelsonValidatedRoute(event) {
+    const params = check("params", paramsSchema, coerceParams, readParams(event));
+    const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
+    if (params instanceof Promise || query instanceof Promise) {
+      // Async schemas: every part is awaited together, so no rejection is left unobserved.
+      const body = readsBody ? readJSONBody(event, bodyLimit).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
+      return Promise.all([params, query, body]).then(([p, q, b]) => run(event, p, q, b));
+    }
+    if (!readsBody) return run(event, params, query, undefined);
+    return readJSONBody(event, bodyLimit).then((raw) => {
+      const body = check("body", bodySchema, undefined, raw);
+      return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
+    });
+  };
+}

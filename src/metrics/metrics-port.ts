@@ -1,0 +1,63 @@
+import type { IpcMessageType } from "../cluster/ipc.js";
+import type { Logger } from "../logging/logger.js";
+import { metricsHello } from "./ipc.js";
+import type { MetricsListener } from "./listener.js";
+import type { ClusterMetrics } from "./primary.js";
+import type { SupervisedWorker } from "../../supervisor/worker-handle.js";
+
+/** What the metrics port needs from the supervisor (a `Supervisor` has all of it). */
+export interface MetricsPortHost {
+  readonly options: { readonly metricsPort: number | false; readonly metricsHost: string | undefined };
+  readonly logger: Logger;
+  readonly stopping: boolean;
+  /** Settles once the supervisor has stopped: the port closes then. */
+  readonly finished: Promise<unknown>;
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
+  /** Stops the supervisor with exit 1 and `reason` as its last word. */
+  fail(reason: string): unknown;
+}
+
+/**
+ * The primary's metrics port: one scrape target per pod that answers for every worker, off the
+ * service port. It opens when the first worker says it has metrics (`metrics:hello`), so a
+ * primary whose App has none opens no port and loads neither prom-client nor node:http. Each scrape waits
+ * at most the workers' `clusterTimeoutMs` for each worker (in parallel); a blocked or dead one
+ * counts with its last numbers and `keelson_worker_up 0`. A port that cannot be opened stops the
+ * supervisor with exit 1: a scrape target that never answers is a deployment error.
+ */
+export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics): void {
+  const { metricsPort: port, metricsHost } = host.options;
+  if (port === false) return;
+  let timeoutMs = 2000;
+  let opening: Promise<MetricsListener | undefined> | undefined;
+  // Scrapes that arrive while one is being merged share its answer: N scrapers never ask every
+  // worker N times at once.
+  let merging: Promise<string> | undefined;
+  const read = () => (merging ??= metrics.readExposition(timeoutMs).then(({ text }) => text).finally(() => (merging = undefined)));
+  let stopped = false;
+  const open = async (): Promise<MetricsListener | undefined> => {
+    try {
+      // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
+      // App has no metrics (or whose port is off) should not carry it.
+      const { openMetricsListener } = await import("./listener.js");
+      const listener = await openMetricsListener({
+        port, host: metricsHost, read,
+        onError: (error) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error)),
+      });
+      if (stopped) await listener.close();
+      else host.logger.info("cluster-wide metrics on %s", listener.url);
+      return listener;
+    } catch (error) {
+      host.fail(`${(error as Error).message}; set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`);
+      return undefined;
+    }
+  };
+  host.onMessage(metricsHello, (hello) => {
+    if (Number.isFinite(hello.timeoutMs) && hello.timeoutMs > 0) timeoutMs = hello.timeoutMs;
+    if (!host.stopping) opening ??= open();
+  });
+  void host.finished.then(async () => {
+    stopped = true;
+    await (await opening)?.close();
+  });
+}
