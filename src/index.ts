@@ -28,6 +28,7 @@ export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
 } from "./rate-limit/rate-limit.js";
+export { addressKey } from "./rate-limit/address.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export {

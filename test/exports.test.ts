@@ -47,6 +47,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "MemoryRateLimitStore",
         "Route",
         "UNMATCHED_ROUTE",
+        "addressKey",
         "badRequest",
         "buildOpenAPIDocument",
         "checkHealth",
