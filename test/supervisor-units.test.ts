@@ -67,7 +67,7 @@ describe("supervisor options", () => {
     expect(() => resolveOptions({ entry: ENTRY, port: 70_000 })).toThrow("port must be an integer from 0 to 65535");
     expect(() => resolveOptions({ entry: ENTRY, watchdogTimeout: 500, heartbeatInterval: 1000 })).toThrow("must exceed heartbeatInterval");
     expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
-    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow('metricsPort must be a port from 0 to 65535, or off, got "-1"');
+    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow("metricsPort must be an integer from 0 to 65535, got -1");
     expect(resolveOptions({ entry: ENTRY, metricsPort: false }).metricsPort).toBe(false);
   });
 });

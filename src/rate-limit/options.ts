@@ -3,6 +3,7 @@ import type { RateLimitOptions } from "./rate-limit.js";
 import type { Verdict } from "./leases.js";
 import type { RateLimitAlgorithm } from "./window.js";
 import { DEFAULT_IPV6_SUBNET, addressKey } from "./address.js";
+import { MAX_TIMER_MS } from "../checks.js";
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -25,7 +26,7 @@ export function validateRateLimitOptions(options: RateLimitOptions): { name: str
   const limit = positiveInteger(options.limit, "limit");
   const windowMs = positiveInteger(options.windowMs, "windowMs");
   const algorithm = options.algorithm ?? "fixed";
-  if (algorithm !== "fixed" && algorithm !== "sliding") throw new TypeError(`rateLimit: algorithm must be "fixed" or "sliding", got ${String(algorithm)}`);
+  if (algorithm !== "fixed" && algorithm !== "sliding") throw new TypeError(`rateLimit: algorithm must be "fixed" or "sliding", got ${JSON.stringify(algorithm)}`);
   const name = options.name ?? `${limit}-in-${windowLabel(windowMs)}`;
   if (!NAME.test(name)) throw new TypeError(`rateLimit: name must be 1–64 letters, digits, ".", "_" or "-", got ${JSON.stringify(name)}`);
   if (options.key !== undefined && typeof options.key !== "function") throw new TypeError("rateLimit: key must be a function (event) => string");
@@ -38,10 +39,12 @@ export function validateRateLimitOptions(options: RateLimitOptions): { name: str
     throw new TypeError(`rateLimit: ipv6Subnet must be a prefix length from 32 to 128, or false, got ${String(ipv6Subnet)}`);
   }
   const batch = positiveInteger(options.batch ?? 10, "batch");
-  if (options.storeTimeoutMs !== undefined) positiveInteger(options.storeTimeoutMs, "storeTimeoutMs");
+  if (options.storeTimeoutMs !== undefined && positiveInteger(options.storeTimeoutMs, "storeTimeoutMs") > MAX_TIMER_MS) {
+    throw new TypeError(`rateLimit: storeTimeoutMs must be at most ${MAX_TIMER_MS} (a timer's limit), got ${options.storeTimeoutMs}`);
+  }
   if (options.store !== undefined && typeof options.store?.take !== "function") throw new TypeError("rateLimit: store must have a take(request) method (see RateLimitStore)");
   if (options.onStoreError !== undefined && options.onStoreError !== "allow" && options.onStoreError !== "reject") {
-    throw new TypeError(`rateLimit: onStoreError must be "allow" or "reject", got ${String(options.onStoreError)}`);
+    throw new TypeError(`rateLimit: onStoreError must be "allow" or "reject", got ${JSON.stringify(options.onStoreError)}`);
   }
   return { name, algorithm, batch, trustedProxies, ipv6Subnet };
 }

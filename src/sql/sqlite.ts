@@ -4,6 +4,7 @@ import type { DatabaseSync, SQLInputValue, StatementSync } from "node:sqlite";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
 import { databaseBusy, isBusy } from "./errors.js";
+import { MAX_TIMER_MS, checkNumber } from "../checks.js";
 
 /** Options of `openSQLite()`. */
 export interface SQLiteOptions {
@@ -123,7 +124,7 @@ export function openSQLite(options: SQLiteOptions): SQLDatabase {
   // switch happens once, synchronously, at open; afterwards SQLite must never wait inside a
   // statement (it would block the event loop), so the handle's own timeout drops to 0 and
   // retryWhileBusy waits on timers instead.
-  const busyTimeoutMs = Math.max(0, Math.trunc(options.busyTimeoutMs ?? 5000));
+  const busyTimeoutMs = checkNumber(options.busyTimeoutMs ?? 5000, "busyTimeoutMs", { integer: true, min: 0, max: MAX_TIMER_MS });
   db.exec(`PRAGMA busy_timeout = ${busyTimeoutMs}`);
   if (!memory) switchToWAL(db, busyTimeoutMs);
   db.exec("PRAGMA busy_timeout = 0");
