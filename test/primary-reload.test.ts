@@ -11,6 +11,20 @@ function pids(sup: FakeSupervisor): Array<[number, number]> {
   return sup.supervisor.workers.map((worker) => [worker.id, worker.pid]);
 }
 
+/** One worker, reloaded; its old worker crashes (code 1) while the replacement is still starting. */
+async function oldCrashesDuringReload(backoff: number) {
+  const sup = fakeSupervisor({ workers: 1, backoff: { initial: backoff } });
+  await sup.start();
+  const old = sup.cluster.slot(1);
+  sup.cluster.autoReady = false;
+  const reloading = sup.supervisor.reload();
+  await sup.clock.advance(0);
+  const replacement = sup.cluster.slot(1);
+  old.exit(1);
+  await sup.clock.advance(0);
+  return { sup, old, replacement, reloading };
+}
+
 describe("the rolling reload (in-process)", () => {
   it("replaces one slot at a time: the replacement is ready before the old worker gets SIGTERM, and the next slot waits for its exit", async () => {
     const sup = fakeSupervisor({ workers: 2 }, { autoReady: true });
@@ -89,14 +103,7 @@ describe("the rolling reload (in-process)", () => {
   });
 
   it("the old worker crashes while its replacement starts, before the restart is due: the replacement takes the slot and the restart is cancelled", async () => {
-    const sup = fakeSupervisor({ workers: 1, backoff: { initial: 1000 } });
-    await sup.start();
-    const old = sup.cluster.slot(1);
-    sup.cluster.autoReady = false;
-    const reloading = sup.supervisor.reload();
-    await sup.clock.advance(0);
-    const replacement = sup.cluster.slot(1);
-    old.exit(1);
+    const { sup, old, replacement, reloading } = await oldCrashesDuringReload(1000);
     await sup.clock.advance(10);
     expect(sup.output()).toMatch(/died unexpectedly \(code 1\) after 0ms up; restarting in 1000ms/);
     replacement.ready();
@@ -110,15 +117,7 @@ describe("the rolling reload (in-process)", () => {
   });
 
   it("the old worker crashes and its slot is restarted before the replacement is ready: the replacement is retired, the restarted worker stays", async () => {
-    const sup = fakeSupervisor({ workers: 1, backoff: { initial: 0 } });
-    await sup.start();
-    const old = sup.cluster.slot(1);
-    sup.cluster.autoReady = false;
-    const reloading = sup.supervisor.reload();
-    await sup.clock.advance(0);
-    const replacement = sup.cluster.slot(1);
-    old.exit(1);
-    await sup.clock.advance(0);
+    const { sup, old, replacement, reloading } = await oldCrashesDuringReload(0);
     const restarted = sup.cluster.slot(1);
     expect(restarted).not.toBe(replacement);
     restarted.ready();
