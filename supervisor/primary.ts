@@ -53,6 +53,8 @@ let running = false;
  * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
  * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
  * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
+ * keelson's own cluster features (jobs, metrics, rate limits) are installed from one list,
+ * `FEATURES` in features.ts, through the same calls.
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
