@@ -2,6 +2,7 @@
 // with backoff, the crash-loop breaker, the ready timeout, the watchdog and the stop. The same
 // behaviour with real processes: test/supervisor.test.ts, supervisor-crash.test.ts.
 import { isAbsolute } from "node:path";
+import { PassThrough } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeSupervisor, stopFakeSupervisors } from "./helpers/fake-cluster.js";
 
@@ -137,6 +138,30 @@ describe("the worker pool (in-process)", () => {
     expect(report.workers.map((worker) => worker.clean)).toEqual([true, false]);
     expect(sup.output()).toMatch(/still running 2500ms after SIGTERM \(budget 2000ms \+ margin 500ms\): sending SIGKILL/);
     expect(sup.output()).toMatch(/received stop\(\) while stopping: already draining, nothing to do/);
+  });
+
+  it("a worker's exit waits for its output pipe to close, at most the grace period (a grandchild may hold the pipe)", async () => {
+    const sup = fakeSupervisor({ workers: 2, backoff: { initial: 0 } });
+    const pipes = new Map<number, PassThrough>();
+    sup.cluster.onFork = (worker) => {
+      const pipe = new PassThrough();
+      pipes.set(worker.pid, pipe);
+      worker.stdout = pipe;
+    };
+    await sup.start();
+    const [held, closed] = sup.cluster.forks;
+    held?.exit(1);
+    closed?.exit(1);
+    pipes.get(closed?.pid ?? 0)?.destroy();
+    await sup.clock.advance(0);
+    // The one whose pipe closed is handled at once; the other waits out the grace.
+    expect(sup.output()).toMatch(new RegExp(`worker 2 \\(pid ${closed?.pid}\\) died unexpectedly`));
+    expect(sup.output()).not.toMatch(new RegExp(`pid ${held?.pid}\\) died unexpectedly`));
+    await sup.clock.advance(499);
+    expect(sup.output()).not.toMatch(new RegExp(`pid ${held?.pid}\\) died unexpectedly`));
+    await sup.clock.advance(1);
+    expect(sup.output()).toMatch(new RegExp(`worker 1 \\(pid ${held?.pid}\\) died unexpectedly`));
+    for (const pipe of pipes.values()) pipe.destroy();
   });
 
   it("a stop where every worker drains in time exits 0, and nothing is restarted after it", async () => {

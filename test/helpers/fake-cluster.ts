@@ -2,6 +2,7 @@
 // processes, and a Supervisor wired to both. Unit tests of the primary's decisions use these; the
 // real-cluster tests (test/supervisor*.test.ts) prove the node:cluster wiring.
 import type { ClusterSettings } from "node:cluster";
+import type { Readable } from "node:stream";
 import { Channel, type Envelope, type PrimaryMessages, type WorkerMessages } from "../../src/cluster/ipc.js";
 import type { Clock } from "../../supervisor/clock.js";
 import type { FeatureInstaller } from "../../supervisor/features.js";
@@ -92,8 +93,9 @@ function deliver(listeners: Set<MessageListener>, message: unknown): void {
 export class FakeWorkerProcess implements WorkerProcess {
   readonly pid: number;
   readonly env: Record<string, string>;
-  readonly stdout = null;
-  readonly stderr = null;
+  /** Its output pipes: none unless a test gives it one (FakeCluster.onFork). */
+  stdout: Readable | null = null;
+  stderr: Readable | null = null;
   connected = true;
   /** Every signal the primary sent, in order. */
   readonly signals: NodeJS.Signals[] = [];
@@ -187,6 +189,8 @@ export class FakeCluster {
   settings: ClusterSettings | undefined;
   /** Each new worker reports ready on its own (as a healthy App does). */
   autoReady: boolean;
+  /** Called with each new worker before the primary sees it (e.g. to give it output pipes). */
+  onFork: ((worker: FakeWorkerProcess) => void) | undefined;
   #nextPid = 1001;
 
   constructor(options: { autoReady?: boolean } = {}) {
@@ -197,6 +201,7 @@ export class FakeCluster {
     this.settings = settings;
     return (env) => {
       const worker = new FakeWorkerProcess(this.#nextPid++, env);
+      this.onFork?.(worker);
       this.forks.push(worker);
       if (this.autoReady) worker.ready();
       return worker;
