@@ -80,7 +80,11 @@ export function checkOneOf<T extends string>(value: unknown, name: string, allow
  */
 export function envNumber(name: string, rule: NumberRule = {}, env: NodeJS.ProcessEnv = process.env): number | undefined {
   const raw = env[name];
-  if (raw === undefined || raw.trim() === "") return undefined;
+  return raw === undefined || raw.trim() === "" ? undefined : parseNumber(raw, name, rule);
+}
+
+/** A number written as text (a variable, a command-line flag) in plain decimal notation that fits `rule`; else throws naming `name` and quoting `raw`. */
+export function parseNumber(raw: string, name: string, rule: NumberRule): number {
   const value = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw) ? Number(raw) : Number.NaN;
   if (!fits(value, rule)) throw new Error(`${name} must be ${describeRule(rule)}, got ${show(raw)}`);
   return value;
