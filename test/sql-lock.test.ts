@@ -80,10 +80,11 @@ describe("a foreign process holding the SQLite write lock", () => {
 
   it("a lock released before the deadline lets the waiting write through (in-process)", async () => {
     const { file, app, rows } = await bookstore(5000);
-    await holdLock(file, 700);
+    await holdLock(file, 1500);
     const { value: response, ms } = await timed(app.request("/rows", { method: "POST" }));
     expect(response.status).toBe(200);
-    expect(ms).toBeGreaterThan(500);
+    // It waited for the release (generous: this process may have seen "locked" late).
+    expect(ms).toBeGreaterThan(300);
     expect(await rows.count(undefined)).toBe(1);
   });
 
