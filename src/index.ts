@@ -32,6 +32,7 @@ export {
 export { addressKey } from "./rate-limit/address.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
+export type { FormLimits } from "./http/form.js";
 export {
   describeMiddleware, getMiddlewareContract,
   type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,

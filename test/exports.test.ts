@@ -102,6 +102,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "ErrorCode",
         "ErrorCodeInfo",
         "FieldError",
+        "FormLimits",
         "Handler",
         "HandlerResult",
         "HealthChecker",
