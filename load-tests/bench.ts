@@ -18,6 +18,8 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
       `--targets a,b,...  ${TARGETS}; variants only when named: ${VARIANT_TARGETS.join(",")}`,
       "--requests N       counted requests per scenario (default 8000)",
       "--warmup N         uncounted warm-up requests, all routes mixed (default 20000)",
+      "--origin URL       send Origin: URL on every request (browser traffic, CORS active)",
+      "--profile DIR      keep each counted window's callgrind file in DIR (for callgrind_annotate)",
     ],
   },
   supervisor: {

@@ -1,7 +1,9 @@
 // The raw status line over a real socket: node writes whatever reason phrase it is given.
-import { connect } from "node:net";
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { App, get, json } from "../src/index.js";
+import { removePendingHeader, setPendingHeader, StandardReasonResponse } from "../src/http/status-line.js";
 import { listenOn, type Listening } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -50,5 +52,77 @@ describe("status lines (real socket)", () => {
 
   it("keeps a reason phrase the handler chose", async () => {
     expect(await statusLine(server.port, "/custom")).toBe("HTTP/1.1 299 Fine Really");
+  });
+});
+
+// The header bag: headers keelson sets before the response exists (CORS, rate limits) are merged into
+// the array writeHead gets, not set with setHeader; every way a head can be written must still carry them.
+describe("headers set before the head (real socket)", () => {
+  let server: Server;
+  let base: string;
+  const seen: unknown[] = [];
+  beforeAll(async () => {
+    server = createServer({ ServerResponse: StandardReasonResponse }, (req: IncomingMessage, res) => {
+      setPendingHeader(res, "X-A", "1");
+      setPendingHeader(res, "x-a", "2");
+      setPendingHeader(res, "x-b", "b");
+      removePendingHeader(res, "X-B");
+      try {
+        setPendingHeader(res, "x-bad", "line\nbreak");
+      } catch (error) {
+        seen.push((error as NodeJS.ErrnoException).code);
+      }
+      if (req.url === "/array") res.writeHead(200, "", ["x-a", "own", "content-type", "text/plain"]).end("array");
+      else if (req.url === "/object") res.writeHead(200, { "X-A": "own", "x-c": "c" }).end("object");
+      else if (req.url === "/two-args") res.writeHead(201, ["x-c", "c"]).end("two");
+      else res.end("implicit");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("the response's own header of the same name wins (flat array, as srvx passes)", async () => {
+    const res = await fetch(`${base}/array`);
+    expect([res.status, res.headers.get("x-a"), res.headers.get("x-b"), await res.text()]).toEqual([200, "own", null, "array"]);
+  });
+
+  it("the response's own header wins over an object too, in any case", async () => {
+    const res = await fetch(`${base}/object`);
+    expect([res.headers.get("x-a"), res.headers.get("x-c")]).toEqual(["own", "c"]);
+  });
+
+  it("writeHead(status, headers) and node's implicit head carry the bag, the last value set", async () => {
+    const two = await fetch(`${base}/two-args`);
+    expect([two.status, two.headers.get("x-a"), two.headers.get("x-c")]).toEqual([201, "2", "c"]);
+    const implicit = await fetch(`${base}/implicit`);
+    expect([implicit.status, implicit.headers.get("x-a"), implicit.headers.get("x-b")]).toEqual([200, "2", null]);
+  });
+
+  it("refuses a bad value where it is set, as setHeader does", () => {
+    expect(seen.length).toBeGreaterThan(0);
+    expect(new Set(seen)).toEqual(new Set(["ERR_INVALID_CHAR"]));
+  });
+
+  it("through an App: CORS on answers, errors and a Response with its own Vary", async () => {
+    const app = new App({ port: 0, logger: captureLogs().logger, cors: { origin: ["https://app.example.com"] } });
+    app.route(get("/ok", () => ({ ok: true })));
+    app.route(get("/own-vary", () => new Response("x", { headers: { vary: "Accept" } })));
+    app.route(get("/boom", () => {
+      throw new Error("internal detail");
+    }));
+    const listening = await listenOn(app);
+    try {
+      const headers = { origin: "https://app.example.com" };
+      for (const [path, status, vary] of [["/ok", 200, "Origin"], ["/missing", 404, "Origin"], ["/boom", 500, "Origin"], ["/own-vary", 200, "Accept"]] as const) {
+        const res = await listening.fetch(path, { headers });
+        await res.arrayBuffer();
+        expect([path, res.status, res.headers.get("access-control-allow-origin"), res.headers.get("vary")]).toEqual([path, status, "https://app.example.com", vary]);
+      }
+      const other = await listening.fetch("/ok", { headers: { origin: "https://evil.example" } });
+      expect([other.headers.get("access-control-allow-origin"), other.headers.get("vary")]).toEqual([null, "Origin"]);
+    } finally {
+      await listening.stop();
+    }
   });
 });

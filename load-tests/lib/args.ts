@@ -71,7 +71,8 @@ function positive(name: string, raw: string | undefined, fallback: number, integ
   return value;
 }
 
-function checkOrigin(raw: string): string {
+/** An `--origin` value: a bare origin (scheme, host, port), as a browser sends it. */
+export function checkOrigin(raw: string): string {
   const url = URL.canParse(raw) ? new URL(raw) : undefined;
   if (url === undefined || url.origin === "null" || url.origin !== raw) throw new Error(`--origin must be an origin such as https://app.example.com, got ${JSON.stringify(raw)}`);
   return raw;

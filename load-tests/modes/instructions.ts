@@ -4,7 +4,9 @@
 // runs (garbage collections and JIT compilations that land in the counted window, how many
 // requests one event-loop turn handles), so targets are compared within one run.
 //
-//   node --import tsx load-tests/bench.ts instructions [--targets h3,keelson] [--requests 8000] [--warmup 20000]
+//   node --import tsx load-tests/bench.ts instructions [--targets h3,keelson] [--requests 8000] [--warmup 20000] [--origin URL] [--profile DIR]
+//   (--origin sends `Origin: URL` on every request, warm-up included: browser traffic, CORS active;
+//   --profile keeps each target's counted windows as callgrind files in DIR for callgrind_annotate)
 //   (variants such as keelson-ratelimit only when named: --targets keelson,keelson-ratelimit)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
@@ -21,7 +23,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { ALL_TARGETS, SCENARIOS, VARIANT_TARGETS } from "../lib/args.js";
+import { ALL_TARGETS, checkOrigin, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
 import { builtServers } from "../lib/build.js";
 import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
 import { freePort } from "../lib/server.js";
@@ -33,14 +35,19 @@ const { values } = parseArgs({
     targets: { type: "string", default: ALL_TARGETS.join(",") },
     requests: { type: "string", default: "8000" },
     warmup: { type: "string", default: "20000" },
+    origin: { type: "string" },
+    profile: { type: "string" },
   },
 });
+const SCENARIOS = scenariosFor({ origin: values.origin === undefined ? undefined : checkOrigin(values.origin) });
+const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
+if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
 const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
 if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N]`);
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--profile DIR]`);
   process.exit(2);
 }
 try {
@@ -75,7 +82,9 @@ function fire(origin: string, scenarios: readonly Scenario[], amount: number): P
     autocannon({
       url: origin, connections: 10, pipelining: 10, amount, timeout: 120,
       requests: scenarios.map((s) => ({
-        method: s.method, path: s.path, ...(s.body === undefined ? {} : { body: s.body, headers: { "content-type": "application/json" } }),
+        method: s.method, path: s.path,
+        ...(s.body === undefined ? {} : { body: s.body }),
+        headers: { ...(s.body === undefined ? {} : { "content-type": "application/json" }), ...s.headers },
       })),
     }, (error, result) => {
       if (error) reject(error);
@@ -89,12 +98,13 @@ function fire(origin: string, scenarios: readonly Scenario[], amount: number): P
 const COUNTED_ATTEMPTS = 3;
 
 /** Callgrind's own summary of the instructions counted so far (it resets on each dump). */
-function dumpInstructions(pid: number, outFile: string): number {
+function dumpInstructions(pid: number, outFile: string, keepAs?: string): number {
   execFileSync("callgrind_control", ["--dump", String(pid)], { stdio: "ignore" });
   const dumps = fs.readdirSync(path.dirname(outFile)).filter((f) => f.startsWith(path.basename(outFile) + "."));
   const latest = dumps.map((f) => path.join(path.dirname(outFile), f)).toSorted((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
   const summary = latest && /^summary:\s*(\d+)/m.exec(fs.readFileSync(latest, "utf8"));
   if (!summary) throw new Error(`no callgrind summary in ${latest ?? "(no dump)"}`);
+  if (keepAs !== undefined) fs.copyFileSync(latest, keepAs);
   for (const f of dumps) fs.rmSync(path.join(path.dirname(outFile), f), { force: true });
   return Number(summary[1]);
 }
@@ -105,9 +115,10 @@ function dumpInstructions(pid: number, outFile: string): number {
  * last one is kept, divided by the answers it got, with a warning.
  */
 async function countedWindow(pid: number, outFile: string, run: () => Promise<Fired>, what: string): Promise<number> {
+  const keepAs = profileDir === undefined ? undefined : path.join(profileDir, `callgrind.${what.replace(/[^A-Za-z0-9]+/g, "-")}.out`);
   for (let attempt = 1; ; attempt++) {
     const fired = await run();
-    const instructions = dumpInstructions(pid, outFile);
+    const instructions = dumpInstructions(pid, outFile, keepAs);
     if (fired.errors === 0 || attempt === COUNTED_ATTEMPTS) {
       if (fired.errors > 0) console.warn(`  warning: ${what}: ${fired.errors} connection errors in every one of ${attempt} attempts; kept the last, per answered request`);
       return instructions / fired.answered;
@@ -151,7 +162,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   return perRequest;
 }
 
-console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, node ${process.version}`);
+console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, node ${process.version}`);
 const results = new Map<string, Map<string, number>>();
 for (const target of targets) {
   const started = Date.now();

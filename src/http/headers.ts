@@ -1,14 +1,18 @@
 import type { H3Event } from "h3";
+import { removePendingHeader, setPendingHeader } from "./status-line.js";
 
 /**
  * Sets a response header for whatever response this request ends with (errors included).
- * On Node it goes straight onto the ServerResponse, which merges it at writeHead: cheaper than
- * h3's prepared headers, which copy the response's Headers object on every request.
+ * On Node it goes onto the ServerResponse, which merges it at writeHead: cheaper than h3's
+ * prepared headers, which copy the response's Headers object on every request. On keelson's own
+ * server it goes into the response's header bag rather than through `setHeader` (see
+ * StandardReasonResponse); on another server (the App's fetch mounted elsewhere) through `setHeader`.
  */
 export function setResponseHeader(event: H3Event, name: string, value: string): void {
   const res = event.runtime?.node?.res;
-  if (res && !res.headersSent) res.setHeader(name, value);
-  else event.res.headers.set(name, value);
+  if (res && !res.headersSent) {
+    if (!setPendingHeader(res, name, value)) res.setHeader(name, value);
+  } else event.res.headers.set(name, value);
 }
 
 /**
@@ -54,7 +58,10 @@ function isRepeated(rawHeaders: readonly string[], name: string): boolean {
 export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
   const res = event.runtime?.node?.res;
   for (const name of names) {
-    if (res && !res.headersSent) res.removeHeader(name);
+    if (res && !res.headersSent) {
+      removePendingHeader(res, name);
+      res.removeHeader(name);
+    }
     event.res.headers.delete(name);
   }
 }

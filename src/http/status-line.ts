@@ -1,20 +1,119 @@
-import { ServerResponse, STATUS_CODES, type IncomingMessage } from "node:http";
+import { ServerResponse, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
+
+/** The headers keelson set for a response before its head is written: flat name/value pairs, names lower-case. */
+const PENDING = Symbol("keelson.pendingHeaders");
 
 /**
  * node:http's response with the standard reason phrase (`HTTP/1.1 404 Not Found`) when none is
- * given. srvx hands a web Response's `statusText` to `writeHead` as is, and a Response built without
- * one (nearly all of them, h3's too) has `""`, which node writes verbatim: `HTTP/1.1 200 `. A reason
- * phrase set on purpose is kept.
+ * given, and a bag of headers that keelson's own steps (CORS, the rate limiter, /health) set for
+ * whatever response the request ends with. srvx hands a web Response's `statusText` to `writeHead`
+ * as is, and a Response built without one (nearly all of them, h3's too) has `""`, which node writes
+ * verbatim: `HTTP/1.1 200 `. A reason phrase set on purpose is kept.
+ *
+ * The bag, not `setHeader`: once `setHeader` has been called, node's `writeHead` takes its slow
+ * path, removing and re-adding (and re-validating) every header of the response one by one. The
+ * bag's pairs are put in front of the response's own in the array `writeHead` is given, so it
+ * takes the path of a response with no headers set beforehand. The response's own header of the
+ * same name wins, as it does over `setHeader` in node.
  */
-export class StandardReasonResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {}
+export class StandardReasonResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  /** null: empty. A field from the constructor on, so every response keeps one shape. */
+  [PENDING]: string[] | null = null;
+}
+
+/**
+ * Sets a header for the response's head if `res` has a header bag (keelson's own server): true
+ * when done. A second value for the same name replaces the first, as `setHeader` does; the value
+ * is checked as `setHeader` would, so a bad one fails where it is set.
+ */
+export function setPendingHeader(res: object, name: string, value: string): boolean {
+  if (!(res instanceof StandardReasonResponse)) return false;
+  const key = name.toLowerCase();
+  const bag = res[PENDING];
+  if (bag === null) {
+    validateHeader(key, value);
+    res[PENDING] = [key, value];
+    return true;
+  }
+  validateHeader(key, value);
+  for (let i = 0; i < bag.length; i += 2) {
+    if (bag[i] === key) {
+      bag[i + 1] = value;
+      return true;
+    }
+  }
+  bag.push(key, value);
+  return true;
+}
+
+/** Takes a header back out of the bag (no-op when it is not there or `res` has none). */
+export function removePendingHeader(res: object, name: string): void {
+  if (!(res instanceof StandardReasonResponse)) return;
+  const bag = res[PENDING];
+  if (bag === null) return;
+  const key = name.toLowerCase();
+  for (let i = 0; i < bag.length; i += 2) {
+    if (bag[i] === key) {
+      bag.splice(i, 2);
+      return;
+    }
+  }
+}
+
+// node's own checks (the ones setHeader runs): ERR_INVALID_HTTP_TOKEN, ERR_INVALID_CHAR.
+const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
+const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
+
+function validateHeader(name: string, value: string): void {
+  if (!TOKEN.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: "ERR_INVALID_HTTP_TOKEN" });
+  if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: "ERR_INVALID_CHAR" });
+}
+
+/** Whether `headers` (a flat name/value array) has `name`; its names may be in any case. */
+function hasName(headers: readonly unknown[], name: string): boolean {
+  for (let i = 0; i < headers.length; i += 2) {
+    const key = headers[i];
+    if (key === name || (typeof key === "string" && key.length === name.length && key.toLowerCase() === name)) return true;
+  }
+  return false;
+}
+
+/** The headers `writeHead` was given with the bag's in front, minus those the response sets itself. */
+function withPending(res: StandardReasonResponse, bag: string[], headers: unknown): unknown {
+  if (headers === undefined || headers === null) return bag;
+  // A flat array, as srvx passes: merged by hand, so node sees one array and nothing set before.
+  if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
+    const merged: unknown[] = [];
+    for (let i = 0; i < bag.length; i += 2) if (!hasName(headers, bag[i]!)) merged.push(bag[i], bag[i + 1]);
+    for (let i = 0; i < headers.length; i++) merged.push(headers[i]);
+    return merged;
+  }
+  // An object or [name, value] pairs (user code calling writeHead itself): node merges those with
+  // setHeader's, the response's own winning.
+  for (let i = 0; i < bag.length; i += 2) res.setHeader(bag[i]!, bag[i + 1]!);
+  return headers as OutgoingHttpHeaders;
+}
 
 const writeHead = ServerResponse.prototype.writeHead;
 
 // Assigned rather than declared with `override`: writeHead's overloads cannot be restated in a subclass.
 // node's writeHead reads its arguments by position, never by count, so an undefined `headers` passed
-// on is the same as one left out: a plain call, no argument array per response.
-StandardReasonResponse.prototype.writeHead = function (this: ServerResponse, statusCode: number, reason?: unknown, headers?: unknown) {
+// on is the same as one left out: a plain call, no argument array per response. node's own implicit
+// head (res.end() or res.write() without writeHead) comes through here too.
+StandardReasonResponse.prototype.writeHead = function (this: StandardReasonResponse, statusCode: number, reason?: unknown, headers?: unknown) {
+  let phrase = reason;
+  let fields = headers;
+  // writeHead(status, headers): node tells the two forms apart by the type of the second argument.
+  if (typeof reason !== "string" && reason !== undefined) {
+    phrase = undefined;
+    fields = reason;
+  }
+  const bag = this[PENDING];
+  if (bag !== null) {
+    this[PENDING] = null;
+    fields = withPending(this, bag, fields);
+  }
   return (writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse).call(
-    this, statusCode, reason === "" ? (STATUS_CODES[statusCode] ?? "") : reason, headers,
+    this, statusCode, phrase === "" ? (STATUS_CODES[statusCode] ?? "") : phrase, fields,
   );
-} as ServerResponse["writeHead"];
+} as StandardReasonResponse["writeHead"];

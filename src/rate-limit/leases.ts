@@ -1,4 +1,4 @@
-import { windowOf, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
+import { MemoryRateLimitStore, windowOf, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
 
 /** A store as the leases see it (the public `RateLimitStore`). */
 export interface LeaseStore {
@@ -49,18 +49,28 @@ export class Leases {
   readonly #store: LeaseStore;
   readonly #policy: LeasePolicy;
   readonly #leases = new Map<string, Lease>();
+  /** The in-memory store, asked synchronously: its answer is at hand, a promise would only delay it. */
+  readonly #local: MemoryRateLimitStore | undefined;
   #sweepAt = 0;
 
   constructor(store: LeaseStore, policy: LeasePolicy) {
     this.#store = store;
     this.#policy = policy;
+    // Not a subclass that answers `take` its own way.
+    this.#local = store instanceof MemoryRateLimitStore && store.take === MemoryRateLimitStore.prototype.take ? store : undefined;
   }
 
-  /** The verdict without I/O when the lease can answer, else undefined (call `take`). */
+  /** The verdict without waiting when the lease (or the in-memory store) can answer, else undefined (call `take`). */
   tryTake(key: string): Verdict | undefined {
     const now = this.#policy.clock();
-    const lease = this.#leases.get(key);
-    if (lease === undefined || lease.window !== windowOf(now, this.#policy.windowMs)) return undefined;
+    let lease = this.#leases.get(key);
+    if (lease === undefined || lease.window !== windowOf(now, this.#policy.windowMs)) {
+      if (this.#local === undefined) return undefined;
+      lease = this.#current(key, now);
+    }
+    if (lease.left === 0 && this.#local !== undefined && now >= lease.deniedUntil && lease.refill === undefined) {
+      this.#apply(lease, this.#local.takeNow(this.#takeOf(key, now)), now);
+    }
     if (lease.left > 0) {
       lease.left--;
       return { allowed: true, remaining: lease.remaining + lease.left, resetMs: lease.windowEnd - now, retryMs: 0 };
@@ -80,9 +90,8 @@ export class Leases {
     }
   }
 
-  #current(key: string): Lease {
-    const { clock, windowMs } = this.#policy;
-    const now = clock();
+  #current(key: string, now = this.#policy.clock()): Lease {
+    const { windowMs } = this.#policy;
     const window = windowOf(now, windowMs);
     let lease = this.#leases.get(key);
     if (lease === undefined || lease.window !== window) {
@@ -94,13 +103,21 @@ export class Leases {
     return lease;
   }
 
-  async #refill(key: string, lease: Lease): Promise<void> {
-    const { limit, windowMs, algorithm, batch, clock, timeoutMs } = this.#policy;
-    const now = clock();
-    const grant = await withTimeout(this.#store.take({ key, limit, windowMs, algorithm, now, want: batch }), timeoutMs);
+  #takeOf(key: string, now: number): RateLimitTake {
+    const { limit, windowMs, algorithm, batch } = this.#policy;
+    return { key, limit, windowMs, algorithm, now, want: batch };
+  }
+
+  #apply(lease: Lease, grant: RateLimitGrant, now: number): void {
     lease.left += grant.granted;
     lease.remaining = grant.remaining;
     lease.deniedUntil = grant.granted > 0 ? 0 : now + Math.max(1, grant.retryMs);
+  }
+
+  async #refill(key: string, lease: Lease): Promise<void> {
+    const now = this.#policy.clock();
+    const grant = await withTimeout(this.#store.take(this.#takeOf(key, now)), this.#policy.timeoutMs);
+    this.#apply(lease, grant, now);
   }
 
   /** Drops leases of past windows, at most once per window length. */

@@ -69,13 +69,14 @@ function forwardedClient(event: H3Event, trustedProxies: number): string {
   return entries[Math.max(0, entries.length - trustedProxies)] ?? peer;
 }
 
+/** The `RateLimit` field: the units left and the seconds until the window ends. */
+export function remainingHeader(name: string, verdict: Verdict): string {
+  return `"${name}";r=${verdict.allowed ? verdict.remaining : 0};t=${Math.max(0, Math.ceil(verdict.resetMs / 1000))}`;
+}
+
 /** The draft-ietf-httpapi-ratelimit-headers fields (the format express-rate-limit sends as `draft-8`), plus Retry-After on a refusal. */
 export function rateLimitHeaders(name: string, policy: string, verdict: Verdict): Record<string, string> {
-  const reset = Math.max(0, Math.ceil(verdict.resetMs / 1000));
-  const headers: Record<string, string> = {
-    "ratelimit-policy": policy,
-    ratelimit: `"${name}";r=${verdict.allowed ? verdict.remaining : 0};t=${reset}`,
-  };
+  const headers: Record<string, string> = { "ratelimit-policy": policy, ratelimit: remainingHeader(name, verdict) };
   if (!verdict.allowed) headers["retry-after"] = String(Math.max(1, Math.ceil(verdict.retryMs / 1000)));
   return headers;
 }

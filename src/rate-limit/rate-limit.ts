@@ -7,7 +7,7 @@ import { Leases, type Verdict } from "./leases.js";
 import { primaryRateLimitStore } from "./ipc.js";
 import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
-import { clientAddress, rateLimitHeaders, validateRateLimitOptions } from "./options.js";
+import { clientAddress, rateLimitHeaders, remainingHeader, validateRateLimitOptions } from "./options.js";
 
 export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake };
 
@@ -91,9 +91,10 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     return new Leases(store, { limit, windowMs, algorithm, batch, clock: options.clock ?? Date.now, timeoutMs: options.storeTimeoutMs ?? 1000 });
   };
   const answer = (event: H3Event, verdict: Verdict) => {
-    const headers = rateLimitHeaders(name, policy, verdict);
-    if (!verdict.allowed) return errorResponse(createError("RATE_LIMITED"), headers);
-    for (const header in headers) setResponseHeader(event, header, headers[header]!);
+    if (!verdict.allowed) return errorResponse(createError("RATE_LIMITED"), rateLimitHeaders(name, policy, verdict));
+    // The usual case, header by header: no headers object to build and walk.
+    setResponseHeader(event, "ratelimit-policy", policy);
+    setResponseHeader(event, "ratelimit", remainingHeader(name, verdict));
     return undefined;
   };
   return function rateLimitMiddleware(event, next) {
