@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import busboy from "busboy";
+import type busboy from "busboy";
 import type { H3Event } from "h3";
 import { createError, type KError } from "../errors.js";
 
@@ -106,7 +106,18 @@ export function readFormBody(event: H3Event, limits: ResolvedFormLimits): Promis
   }
   const source = bodyStream(event);
   if (source === undefined) return Promise.resolve({ value: undefined, cleanup: async () => {} });
+  return loadBusboy().then((parse) => parseForm(parse, source, type, limits));
+}
 
+let busboyModule: Promise<typeof busboy> | undefined;
+
+/** busboy is loaded by the first form body, not at start-up: most services never read one. */
+function loadBusboy(): Promise<typeof busboy> {
+  // A CommonJS module: its export is the default of the ES namespace.
+  return (busboyModule ??= import("busboy").then((module) => (module as unknown as { default: typeof busboy }).default));
+}
+
+function parseForm(parse: typeof busboy, source: Readable, type: string, limits: ResolvedFormLimits): Promise<ReadForm> {
   return new Promise<ReadForm>((resolve, reject) => {
     // In the order the parts arrived; a file is there once it is on disk.
     const entries: Array<{ name: string; item: string | Promise<File | undefined> }> = [];
@@ -129,7 +140,7 @@ export function readFormBody(event: H3Event, limits: ResolvedFormLimits): Promis
       void cleanup().then(() => reject(error));
     };
     try {
-      parser = busboy({
+      parser = parse({
         headers: { "content-type": type },
         defParamCharset: "utf8",
         limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: 256 },
