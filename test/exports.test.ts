@@ -102,6 +102,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "HealthReport",
         "Job",
         "JobContext",
+        "JobLeases",
         "JobOptions",
         "JobRunOn",
         "JobStore",
