@@ -52,6 +52,7 @@ test: test-prerequisites lint typecheck build
 test-prerequisites:
 	@scripts/ensure-apt.sh /usr/bin/chromium chromium
 	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
+	@scripts/ensure-apt.sh /usr/bin/redis-server redis-server
 
 # The tests against the newest h3 2.x, what a fresh install of keelson gets (scripts/check-h3-latest.sh; CI runs it).
 check-h3-latest: $(STAMP)
