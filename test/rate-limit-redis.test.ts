@@ -5,9 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { App, get, rateLimit } from "../src/index.js";
 import { defineRedisRateLimitStore, openRedis, redisScript, type RedisConnection } from "../src/redis/index.js";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
-import { hitMany } from "./helpers/hits.js";
-import { rateLimitStoreContract, take } from "./helpers/rate-limit-contract.js";
+import { freePort, killAllChildren } from "./helpers/child.js";
+import { expectTwoServicesShareTheLimit, rateLimitStoreContract, take } from "./helpers/rate-limit-contract.js";
 import { startRedis, type TestRedis } from "./helpers/redis.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -62,16 +61,7 @@ describe("defineRedisRateLimitStore / openRedis", () => {
   });
 
   it("two services on one Redis serve exactly the limit between them; the rest get 429", async () => {
-    const ports = [await freePort(), await freePort()];
-    const services = ports.map((port) => spawnChild([process.execPath, "--import", "tsx", "test/fixtures/rate-limit-app.ts"],
-      { cwd: ROOT, env: { NODE_ENV: "production", RATE_LIMIT: "50", RATE_LIMIT_REDIS: `${redis.url}/1`, PORT: String(port) } }));
-    await Promise.all(services.map((service) => service.waitFor(/listening on/, { timeoutMs: 30_000 })));
-    const hits = await hitMany(ports, 300, 6);
-    const served = hits.filter((h) => h.status === 200);
-    expect(new Set(served.map((h) => (JSON.parse(h.body) as { pid: number }).pid)).size).toBe(2);
-    expect(served).toHaveLength(50);
-    expect(hits.filter((h) => h.status === 429 && Number(h.retryAfter) >= 1)).toHaveLength(250);
-    await Promise.all(services.map((service) => service.stop()));
+    await expectTwoServicesShareTheLimit(ROOT, { RATE_LIMIT_REDIS: `${redis.url}/1` });
   }, 90_000);
 });
 

@@ -4,10 +4,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defineSQLRateLimitStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
-import { hitMany } from "./helpers/hits.js";
+import { killAllChildren } from "./helpers/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
-import { rateLimitStoreContract } from "./helpers/rate-limit-contract.js";
+import { expectTwoServicesShareTheLimit, rateLimitStoreContract } from "./helpers/rate-limit-contract.js";
 
 // The SQL rate-limit store against real databases: a SQLite file shared by two real processes,
 // and a throwaway PostgreSQL server reached through two separate connection pools (two "machines").
@@ -19,17 +18,7 @@ describe("SQLite: one file, two processes", () => {
   it("two services on one file serve exactly the limit between them; the rest get 429", async () => {
     const dir = mkdtempSync(join(tmpdir(), "keelson-rate-"));
     try {
-      const env = { NODE_ENV: "production", RATE_LIMIT: "50", RATE_LIMIT_SQLITE: join(dir, "limits.db") };
-      const ports = [await freePort(), await freePort()];
-      const services = ports.map((port) => spawnChild([process.execPath, "--import", "tsx", "test/fixtures/rate-limit-app.ts"],
-        { cwd: ROOT, env: { ...env, PORT: String(port) } }));
-      await Promise.all(services.map((service) => service.waitFor(/listening on/, { timeoutMs: 30_000 })));
-      const hits = await hitMany(ports, 300, 6);
-      const served = hits.filter((h) => h.status === 200);
-      expect(new Set(served.map((h) => (JSON.parse(h.body) as { pid: number }).pid)).size).toBe(2);
-      expect(served).toHaveLength(50);
-      expect(hits.filter((h) => h.status === 429 && Number(h.retryAfter) >= 1)).toHaveLength(250);
-      await Promise.all(services.map((service) => service.stop()));
+      await expectTwoServicesShareTheLimit(ROOT, { RATE_LIMIT_SQLITE: join(dir, "limits.db") });
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -1,5 +1,4 @@
 import { createHash } from "node:crypto";
-import type { RedisClientType } from "redis";
 
 /** Options of `openRedis()`. */
 export interface RedisOptions {
@@ -36,13 +35,35 @@ export function redisScript(source: string): RedisScript {
   return { source, sha1: createHash("sha1").update(source).digest("hex") };
 }
 
+/**
+ * The part of node-redis keelson uses, written out: its own types are large enough to double the
+ * compile time of every program importing keelson/redis, and they are loaded only when used.
+ */
+interface Client {
+  on(event: "error", listener: (error: Error) => void): unknown;
+  on(event: "ready", listener: () => void): unknown;
+  connect(): Promise<unknown>;
+  sendCommand(args: string[], options?: { abortSignal?: AbortSignal }): Promise<unknown>;
+  close(): Promise<void>;
+  readonly isOpen: boolean;
+}
+
+interface ClientOptions {
+  url: string;
+  disableOfflineQueue: boolean;
+  socket: { connectTimeout: number; reconnectStrategy: (retries: number, cause: Error) => number | Error };
+}
+
+/** The package name in a variable: the compiler (and a bundler) leaves the optional peer alone. */
+const REDIS_PACKAGE = "redis";
+
 /** Reconnection waits grow to this at most while Redis is away. */
 const MAX_RECONNECT_WAIT_MS = 1000;
 
-async function connect(options: RedisOptions): Promise<RedisClientType> {
-  let redis: typeof import("redis");
+async function connect(options: RedisOptions): Promise<Client> {
+  let redis: { createClient(options: ClientOptions): Client };
   try {
-    redis = await import("redis");
+    redis = (await import(REDIS_PACKAGE)) as typeof redis;
   } catch (error) {
     throw new Error("openRedis() needs the `redis` package: npm install redis", { cause: error });
   }
@@ -57,7 +78,7 @@ async function connect(options: RedisOptions): Promise<RedisClientType> {
       // connection that was up is, with waits growing to a second.
       reconnectStrategy: (retries: number, cause: Error) => (ready ? Math.min(50 * 2 ** retries, MAX_RECONNECT_WAIT_MS) : cause),
     },
-  }) as RedisClientType;
+  });
   let ready = false;
   let reported = 0;
   // Without a listener an 'error' event would end the process; the failed commands report the outage.
@@ -88,7 +109,7 @@ export function openRedis(options: RedisOptions): RedisConnection {
   }
   const timeout = options.connectTimeoutMs;
   if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout > 0)) throw new TypeError(`openRedis: connectTimeoutMs must be a positive integer, got ${String(timeout)}`);
-  let client: Promise<RedisClientType> | undefined;
+  let client: Promise<Client> | undefined;
   let closed = false;
   const open = () => {
     if (closed) return Promise.reject(new Error("the redis connection is closed"));
@@ -100,7 +121,7 @@ export function openRedis(options: RedisOptions): RedisConnection {
   };
   const command = async (args: readonly string[], signal?: AbortSignal) => {
     signal?.throwIfAborted();
-    return (await open()).sendCommand(args as string[], signal === undefined ? undefined : { abortSignal: signal });
+    return (await open()).sendCommand([...args], signal === undefined ? undefined : { abortSignal: signal });
   };
   return {
     command,

@@ -1,5 +1,7 @@
 import { expect, it } from "vitest";
 import type { RateLimitStore, RateLimitTake } from "../../src/index.js";
+import { freePort, spawnChild } from "./child.js";
+import { hitMany } from "./hits.js";
 
 const MINUTE = 60_000;
 const T0 = 29_000_000 * MINUTE;
@@ -39,4 +41,21 @@ export function rateLimitStoreContract(machines: () => Promise<RateLimitStore[]>
     expect(granted).toBe(5);
     expect((await sliding(T0 + MINUTE + 30_000, 1)).retryMs).toBe(6000);
   });
+}
+
+/**
+ * Two real services (test/fixtures/rate-limit-app.ts) with `env` choosing their shared store, a
+ * limit of 50 and 300 requests spread over both: exactly 50 served, from both, the rest 429.
+ */
+export async function expectTwoServicesShareTheLimit(root: string, env: Record<string, string>): Promise<void> {
+  const ports = [await freePort(), await freePort()];
+  const services = ports.map((port) => spawnChild([process.execPath, "--import", "tsx", "test/fixtures/rate-limit-app.ts"],
+    { cwd: root, env: { NODE_ENV: "production", RATE_LIMIT: "50", ...env, PORT: String(port) } }));
+  await Promise.all(services.map((service) => service.waitFor(/listening on/, { timeoutMs: 30_000 })));
+  const hits = await hitMany(ports, 300, 6);
+  const served = hits.filter((h) => h.status === 200);
+  expect(new Set(served.map((h) => (JSON.parse(h.body) as { pid: number }).pid)).size).toBe(2);
+  expect(served).toHaveLength(50);
+  expect(hits.filter((h) => h.status === 429 && Number(h.retryAfter) >= 1)).toHaveLength(250);
+  await Promise.all(services.map((service) => service.stop()));
 }
