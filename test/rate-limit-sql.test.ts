@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
 import { defineSQLRateLimitStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
 import { killAllChildren } from "./helpers/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
