@@ -8,6 +8,8 @@ import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type Metri
 import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
+import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
+import { droppedLogLines } from "../logging/sink.js";
 
 /** Settings of `definePrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -15,7 +17,7 @@ export interface PrometheusOptions {
   path?: string;
   /** Prepended to every metric name this module creates (`myapp_`). Default none. */
   prefix?: string;
-  /** prom-client's default process and Node.js metrics. Default true. */
+  /** prom-client's default process and Node.js metrics, and `keelson_log_lines_dropped_total`. Default true. */
   defaultMetrics?: boolean;
   /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
   buckets?: readonly number[];
@@ -77,7 +79,11 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, options.buckets ?? HTTP_SERVER_DURATION_BUCKETS);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix });
+    // A process metric like prom-client's: left out with them.
+    registerLogDrops(registry, prefix);
+  }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
@@ -166,6 +172,18 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
     },
     observeJob: jobMetrics(registry, prefix),
   };
+}
+
+/** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLogDrops(registry: Registry, prefix: string): Counter {
+  return new Counter({
+    name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
+    // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(droppedLogLines());
+    },
+  });
 }
 
 /** Upper bounds in seconds of `keelson_job_duration_seconds`: jobs take from milliseconds to an hour. */
