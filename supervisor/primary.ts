@@ -78,7 +78,7 @@ export class Supervisor {
       },
       failedToStart: (handle) => this.#failedToStart(handle),
     });
-    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
+    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live, this.logger);
     this.#board = new StatusBoard(this.#pool, this.options, {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
