@@ -1,6 +1,7 @@
 import type { Worker } from "node:cluster";
 import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/cluster/ipc.js";
 import type { Logger } from "../src/logging/logger.js";
+import { guardHandoffs } from "./handoff-guard.js";
 import { relayOutput } from "./output-relay.js";
 
 /** starting (forked) → ready (its App listens) → draining (asked to stop, or stopping by itself) → exited. */
@@ -75,6 +76,7 @@ export class WorkerHandle implements SupervisedWorker {
     this.#logger = logger;
     this.pid = worker.process.pid ?? 0;
     this.channel = new Channel(workerEndpoint(worker));
+    guardHandoffs(worker);
     const child = worker.process;
     // Its last words: output, and IPC (a `failed` report can be read after the exit event).
     const output = Promise.all([
