@@ -9,6 +9,20 @@ interface ConnectionHandle {
 /** The last worker each connection was handed to (a refused one is handed again, to another). */
 const handedTo = new Map<ConnectionHandle, Worker>();
 
+/** Connections handed to any worker so far. */
+let handoffCount = 0;
+
+/** What the supervisor learns from a worker's guard. */
+export interface HandoffGuard {
+  /**
+   * The last connection handed to this worker: when (performance.now()), and how many
+   * connections have been handed to other workers since. Undefined before the first.
+   */
+  lastHandoff(): { at: number; othersSince: number } | undefined;
+  /** When the oldest connection handed to it and still waiting for its acknowledgement was handed; undefined if none. */
+  oldestPending(): number | undefined;
+}
+
 /**
  * Closes connections that were handed to `worker` and that it never took, once it is gone.
  *
@@ -23,23 +37,44 @@ const handedTo = new Map<ConnectionHandle, Worker>();
  * when the worker has exited and its IPC channel has reached its end (every acknowledgement it
  * sent has been read), the ones it never took, still open and not handed on to another worker,
  * are closed: the client gets a reset at once and can retry.
+ *
+ * The same watch shows a second loss: a worker out of file descriptors (EMFILE) cannot receive a
+ * passed socket; Node's IPC then gives up on that message, the worker never acknowledges it, and
+ * the round-robin handle, which waits for that acknowledgement, never hands the worker another
+ * connection (while the primary queues new ones, up to its own descriptor limit). A worker that
+ * is free gets its turn among the free ones, so one that got nothing for a while as many
+ * connections went to the others is stuck: the watchdog reads `lastHandoff()` (see watchdog.ts)
+ * and has it replaced.
  */
-export function guardHandoffs(worker: Worker): void {
+export function guardHandoffs(worker: Worker): HandoffGuard {
   const child = worker.process;
-  const mine = new Set<ConnectionHandle>();
+  const mine = new Map<ConnectionHandle, number>();
   const send = child.send as unknown as (...args: unknown[]) => boolean;
-  if (typeof send !== "function") return;
+  let last: { at: number; count: number } | undefined;
+  const guard: HandoffGuard = {
+    lastHandoff: () => last === undefined ? undefined : { at: last.at, othersSince: handoffCount - last.count },
+    oldestPending() {
+      let oldest: number | undefined;
+      for (const [handle, at] of mine) {
+        if (!isOpen(handle) || handedTo.get(handle) !== worker) forget(mine, handle);
+        else oldest = Math.min(oldest ?? at, at);
+      }
+      return oldest;
+    },
+  };
+  if (typeof send !== "function") return guard;
   child.send = function guardedSend(this: unknown, ...args: unknown[]): boolean {
     const [message, handle] = args;
     if (isHandoff(message) && isConnection(handle)) {
-      for (const done of mine) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
-      mine.add(handle);
+      for (const done of mine.keys()) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
+      mine.set(handle, performance.now());
+      last = { at: performance.now(), count: ++handoffCount };
       handedTo.set(handle, worker);
     }
     return send.apply(this, args);
   } as typeof child.send;
   const release = () => {
-    for (const handle of mine) {
+    for (const handle of mine.keys()) {
       if (isOpen(handle) && handedTo.get(handle) === worker) {
         try {
           handle.close();
@@ -63,12 +98,13 @@ export function guardHandoffs(worker: Worker): void {
     }, 10);
     poll.unref();
   });
+  return guard;
 }
 
 /** How long after a worker's exit its IPC channel may take to reach its end. */
 const CHANNEL_WAIT_MS = 1000;
 
-function forget(mine: Set<ConnectionHandle>, handle: ConnectionHandle): void {
+function forget(mine: Map<ConnectionHandle, number>, handle: ConnectionHandle): void {
   mine.delete(handle);
   if (handedTo.get(handle) !== undefined && !isOpen(handle)) handedTo.delete(handle);
 }

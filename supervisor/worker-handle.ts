@@ -1,7 +1,7 @@
 import type { Worker } from "node:cluster";
 import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/cluster/ipc.js";
 import type { Logger } from "../src/logging/logger.js";
-import { guardHandoffs } from "./handoff-guard.js";
+import { guardHandoffs, type HandoffGuard } from "./handoff-guard.js";
 import { relayOutput } from "./output-relay.js";
 
 /** starting (forked) → ready (its App listens) → draining (asked to stop, or stopping by itself) → exited. */
@@ -59,6 +59,8 @@ export class WorkerHandle implements SupervisedWorker {
   info: WorkerMessages["ready"] | undefined;
   /** Set when the supervisor killed it (watchdog, ready timeout, kill timer): the reason. */
   killedBy: string | undefined;
+  /** Set when the supervisor asked it to stop so that its slot restarts (not a crash): the reason. */
+  restartAsked: string | undefined;
   /** What the worker reported before dying: its App could not start, or an uncaught error. */
   failure: string | undefined;
   exit: WorkerExit | undefined;
@@ -66,6 +68,8 @@ export class WorkerHandle implements SupervisedWorker {
   readonly ready: Promise<void>;
   /** Resolves once it has exited and its output has been written out (so log lines about its exit come after its own). */
   readonly exited: Promise<WorkerExit>;
+  /** The connections node:cluster handed to it and it has not acknowledged yet. */
+  readonly handoffs: HandoffGuard;
   readonly #worker: Worker;
   readonly #logger: Logger;
   #killTimer: NodeJS.Timeout | undefined;
@@ -76,7 +80,7 @@ export class WorkerHandle implements SupervisedWorker {
     this.#logger = logger;
     this.pid = worker.process.pid ?? 0;
     this.channel = new Channel(workerEndpoint(worker));
-    guardHandoffs(worker);
+    this.handoffs = guardHandoffs(worker);
     const child = worker.process;
     // Its last words: output, and IPC (a `failed` report can be read after the exit event).
     const output = Promise.all([
@@ -113,7 +117,15 @@ export class WorkerHandle implements SupervisedWorker {
     this.channel.on("heartbeat", () => (this.lastBeat = performance.now()));
     this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
     this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
-    worker.on("error", (error: Error) => this.#logger.warn("%s: IPC error: %s", this.name, error.message));
+    worker.on("error", (error: Error) => {
+      this.#logger.warn("%s: IPC error: %s", this.name, error.message);
+      // The fork itself failed (EMFILE, EAGAIN: out of descriptors or processes): no process, so
+      // no exit event would ever come and the slot would wait for it forever.
+      if (child.pid === undefined && this.exit === undefined) {
+        this.failure ??= `could not start: ${error.message}`;
+        worker.emit("exit", null, null);
+      }
+    });
     this.#logger.info("%s starting", this.name);
   }
 

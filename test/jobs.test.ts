@@ -43,6 +43,10 @@ describe("defineJob / app.schedule: misuse fails at once", () => {
     ["an unknown time zone", { name: "x", cron: "0 3 * * *", timezone: "Mars/Olympus" }, /job x: invalid cron pattern or timezone/],
     ["an unknown runOn", { name: "x", every: 1000, runOn: "all" as "one" }, /runOn must be "one" or "each"/],
     ["a store with runOn each", { name: "x", every: 1000, runOn: "each", store: { claim: async () => true } }, /needs runOn "one"/],
+    ["negative crashRetries", { name: "x", every: 1000, crashRetries: -1 }, /job x: crashRetries must be a whole number from 0 to 10; got -1/],
+    ["crashRetries not a whole number", { name: "x", every: 1000, crashRetries: 1.5 }, /crashRetries must be a whole number from 0 to 10; got 1.5/],
+    ["crashRetries NaN", { name: "x", every: 1000, crashRetries: Number.NaN }, /crashRetries must be a whole number from 0 to 10; got NaN/],
+    ["crashRetries over 10", { name: "x", every: 1000, crashRetries: 11 }, /crashRetries must be a whole number from 0 to 10; got 11/],
   ];
   for (const [what, options, message] of cases) {
     it(what, () => {
