@@ -30,6 +30,12 @@ export {
 } from "./rate-limit/rate-limit.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
+export type { FormLimits } from "./http/form.js";
+export {
+  describeMiddleware, getMiddlewareContract,
+  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,
+} from "./http/middleware-contract.js";
+export type { AuthInfo } from "./auth/principal.js";
 export {
   Route, del, get, patch, post, put,
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,

@@ -23,6 +23,9 @@ export interface HandoffGuard {
   oldestPending(): number | undefined;
 }
 
+/** For a worker that is not a node:cluster worker (a unit test's): nothing is ever handed to it. */
+export const NO_HANDOFFS: HandoffGuard = { lastHandoff: () => undefined, oldestPending: () => undefined };
+
 /**
  * Closes connections that were handed to `worker` and that it never took, once it is gone.
  *

@@ -1,4 +1,5 @@
 import type { Logger } from "../src/logging/logger.js";
+import type { Clock } from "./clock.js";
 import type { WorkerHandle } from "./worker-handle.js";
 
 /**
@@ -28,16 +29,18 @@ export class Watchdog {
   readonly #logger: Logger | undefined;
   readonly #stalled: ((handle: WorkerHandle, why: string) => void) | undefined;
   readonly #period: number;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  #cancel: (() => void) | undefined;
   #lastCheck = 0;
   readonly #reported = new WeakSet<WorkerHandle>();
-  /** Silence before this moment (performance.now()) does not count: the primary was not running. */
+  /** Silence before this moment (clock time) does not count: the primary was not running. */
   #countFrom = 0;
 
-  constructor(timeout: number, workers: () => Iterable<WorkerHandle>, logger?: Logger,
+  constructor(timeout: number, workers: () => Iterable<WorkerHandle>, clock: Clock, logger?: Logger,
     stalled?: (handle: WorkerHandle, why: string) => void) {
     this.#timeout = timeout;
     this.#workers = workers;
+    this.#clock = clock;
     this.#logger = logger;
     this.#stalled = stalled;
     // Check a few times per timeout so a blocked worker dies soon after the threshold.
@@ -46,19 +49,18 @@ export class Watchdog {
 
   start(): void {
     // With the timeout off (0) the timer still runs for the connections lost on their way.
-    if ((this.#timeout === 0 && this.#stalled === undefined) || this.#timer !== undefined) return;
-    this.#lastCheck = performance.now();
-    this.#timer = setInterval(() => this.#check(), this.#period);
-    this.#timer.unref();
+    if ((this.#timeout === 0 && this.#stalled === undefined) || this.#cancel !== undefined) return;
+    this.#lastCheck = this.#clock.now();
+    this.#cancel = this.#clock.every(this.#period, () => this.#check());
   }
 
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#cancel?.();
+    this.#cancel = undefined;
   }
 
   #check(): void {
-    const now = performance.now();
+    const now = this.#clock.now();
     const late = now - this.#lastCheck - this.#period;
     this.#lastCheck = now;
     // A full period late (and at least half a second: a busy but running primary is often a few ms late).
