@@ -44,12 +44,12 @@ export class Watchdog {
     this.#logger = logger;
     this.#stalled = stalled;
     // Check a few times per timeout so a blocked worker dies soon after the threshold.
-    this.#period = timeout === 0 ? 1000 : Math.max(25, Math.min(1000, Math.round(timeout / 4)));
+    this.#period = Math.max(25, Math.min(1000, Math.round(timeout / 4)));
   }
 
   start(): void {
-    // With the timeout off (0) the timer still runs for the connections lost on their way.
-    if ((this.#timeout === 0 && this.#stalled === undefined) || this.#cancel !== undefined) return;
+    // Off (0): no heartbeat kills and no check for lost connections either.
+    if (this.#timeout === 0 || this.#cancel !== undefined) return;
     this.#lastCheck = this.#clock.now();
     this.#cancel = this.#clock.every(this.#period, () => this.#check());
   }
@@ -75,7 +75,7 @@ export class Watchdog {
     for (const handle of workers) {
       if (handle.state !== "ready" || handle.killedBy !== undefined) continue;
       const silent = now - Math.max(handle.lastBeat, this.#countFrom);
-      if (this.#timeout > 0 && silent > this.#timeout) {
+      if (silent > this.#timeout) {
         handle.kill(`watchdog: no heartbeat for ${Math.round(silent)}ms (limit ${this.#timeout}ms), event loop blocked`);
         continue;
       }
