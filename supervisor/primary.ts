@@ -9,6 +9,7 @@ import { MemoryLimit } from "./memory-limit.js";
 import { JobDispatcher } from "../src/jobs/primary.js";
 import { installClusterMetrics } from "../src/metrics/primary.js";
 import { installRateLimits } from "../src/rate-limit/primary.js";
+import { installStreams } from "../src/streams/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
@@ -92,6 +93,7 @@ export class Supervisor {
     this.#jobs = new JobDispatcher(this.#pool, this.logger);
     serveMetricsPort(this, installClusterMetrics(this));
     installRateLimits(this);
+    installStreams(this);
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */

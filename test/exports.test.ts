@@ -36,10 +36,13 @@ describe("the keelson barrel (src/index.ts)", () => {
         "DEFAULT_LIMIT",
         "DEFAULT_PAGE",
         "ERROR_CODES",
+        "EventStream",
+        "GOING_AWAY",
         "Group",
         "HandlerContext",
         "InMemoryRepository",
         "KError",
+        "KeelsonSocket",
         "LogFormatJSON",
         "LogFormatText",
         "Logger",
@@ -50,6 +53,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "badRequest",
         "buildOpenAPIDocument",
         "checkHealth",
+        "configureStreams",
         "conflict",
         "createError",
         "created",
@@ -72,12 +76,15 @@ describe("the keelson barrel (src/index.ts)", () => {
         "parsePagination",
         "patch",
         "post",
+        "publish",
         "put",
         "rateLimit",
         "serviceUnavailable",
+        "sse",
         "tooManyRequests",
         "unauthorized",
         "validationError",
+        "websocket",
       ]
     `);
   });
@@ -85,6 +92,7 @@ describe("the keelson barrel (src/index.ts)", () => {
   it("exports exactly these type-only names", () => {
     expect(typeOnlyExports()).toMatchInlineSnapshot(`
       [
+        "ChannelEvent",
         "ContextServices",
         "Controller",
         "CorsConfig",
@@ -95,6 +103,8 @@ describe("the keelson barrel (src/index.ts)", () => {
         "Env",
         "ErrorCode",
         "ErrorCodeInfo",
+        "EventStreamHandler",
+        "EventStreamOptions",
         "FieldError",
         "Handler",
         "HandlerResult",
@@ -110,6 +120,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "LogFormat",
         "LogWriter",
         "MetricsCollector",
+        "Missed",
         "Module",
         "OpenAPIDocument",
         "OpenAPISecurityScheme",
@@ -132,13 +143,18 @@ describe("the keelson barrel (src/index.ts)", () => {
         "RouteOptions",
         "Router",
         "Scheduler",
+        "SendOptions",
         "ShedReason",
         "ShutdownHook",
         "ShutdownReport",
         "Span",
         "SpanAttributeValue",
+        "StreamsOptions",
         "Tracer",
         "Translator",
+        "WebSocketHandler",
+        "WebSocketHooks",
+        "WebSocketOptions",
       ]
     `);
   });

@@ -110,7 +110,9 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
   }
   const response: OpenAPIResponse = { description: doc.description ?? STATUS_CODES[status] ?? "Response" };
   if (doc.schema && !EMPTY_STATUSES.has(status)) {
-    response.content = { "application/json": { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
+    response.content = { [doc.contentType ?? "application/json"]: { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
+  } else if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
+    response.content = { [doc.contentType]: { schema: { type: "string" } } };
   }
   return response;
 }

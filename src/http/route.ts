@@ -9,6 +9,8 @@ export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface ResponseDoc {
   description?: string;
   schema?: StandardSchemaV1;
+  /** The media type (default `application/json`), e.g. `text/event-stream` for an `sse()` route. */
+  contentType?: string;
 }
 
 /** Everything a route can declare besides its method, path and handler. */

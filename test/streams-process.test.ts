@@ -1,0 +1,52 @@
+/**
+ * Event streams and WebSockets with real processes, sockets, clients and signals: the drain ends
+ * them on purpose (final event, close frame 1001) and the shutdown stays clean and on time.
+ */
+import { spawn } from "node:child_process";
+import { afterEach, describe, expect, it } from "vitest";
+import { killAll, startService } from "./fixtures/lifecycle-harness.js";
+
+afterEach(() => killAll());
+
+const STREAMS_APP = "test/fixtures/streams-app.ts";
+
+/** `curl -sN` on the URL: resolves with its exit code and what it printed. */
+function curl(url: string, onData: (text: string) => void = () => {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("curl", ["-sN", url], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk;
+      onData(out);
+    });
+    child.on("close", (code) => resolve({ code, out }));
+  });
+}
+
+describe("SIGTERM with an event stream open", () => {
+  it("sends the final event with a retry hint, ends the stream cleanly, runs the hooks and exits 0 without waiting for the drain cap", async () => {
+    const service = await startService({ STREAMS_TIMEOUT_MS: "10000" }, STREAMS_APP);
+    let connected!: () => void;
+    const ready = new Promise<void>((resolve) => (connected = resolve));
+    const client = curl(`http://127.0.0.1:${service.port}/ticker`, (out) => {
+      if (out.includes("event: tick")) connected();
+    });
+    await ready;
+    const signalledAt = performance.now();
+    service.child.kill("SIGTERM");
+    const [exit, result] = await Promise.all([service.exited, client]);
+
+    expect(exit.code).toBe(0);
+    // Far below the drain cap (half of the 10 s budget) that the open stream used to run into.
+    expect(exit.at - signalledAt).toBeLessThan(2500);
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/event: shutdown\nretry: 1000\ndata: \{"reconnect":true\}\n\n$/);
+    expect(service.output()).toMatch(/ending 1 event stream\(s\) and 0 WebSocket\(s\)/);
+    expect(service.output()).toMatch(/GET \/ticker 200 \d/);
+    const hooks = ["first", "second"].map((name) => service.indexOf(new RegExp(`fixture hook ${name}: started`)));
+    expect(hooks[0]).toBeGreaterThan(service.indexOf(/GET \/ticker 200/));
+    expect(hooks[1]).toBeGreaterThan(hooks[0]!);
+    expect(service.lines().at(-1)).toMatch(/terminated cleanly in \d+ms \(SIGTERM\)$/);
+  });
+});
