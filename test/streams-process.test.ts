@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
+import { SSEClient, WSClient } from "./helpers/stream-clients.js";
 
 afterEach(() => killAll());
 
@@ -50,3 +51,41 @@ describe("SIGTERM with an event stream open", () => {
     expect(service.lines().at(-1)).toMatch(/terminated cleanly in \d+ms \(SIGTERM\)$/);
   });
 });
+
+describe("WebSockets on app.listen()", () => {
+  it("delivers published events, sends the app's last message and close 1001 going away at SIGTERM, and exits 0", async () => {
+    const service = await startService({ STREAMS_TIMEOUT_MS: "10000" }, STREAMS_APP);
+    const client = new WSClient(`ws://127.0.0.1:${service.port}/socket/lobby`);
+    await client.opened;
+    const sse = new SSEClient(service.port, "/events/lobby", { reconnect: false });
+    await sse.connect();
+    // A text frame from the socket is published to the room: both clients get it, with the same id.
+    client.socket.send("hello");
+    await sse.until(() => sse.data().length === 1, 10_000, "the published message");
+    await until(() => client.messages.length === 1);
+    const frame = client.json()[0]!;
+    expect(frame).toEqual({ channel: "room:lobby", id: sse.events[0]!.id, data: "hello" });
+    expect(sse.data()).toEqual(['"hello"']);
+
+    const signalledAt = performance.now();
+    service.child.kill("SIGTERM");
+    const [exit] = await Promise.all([service.exited, client.closed, sse.until(() => sse.ends.length === 1)]);
+    expect(exit.code).toBe(0);
+    expect(exit.at - signalledAt).toBeLessThan(2500);
+    expect(client.close).toEqual({ code: 1001, reason: "going away", wasClean: true });
+    expect(client.json().at(-1)).toEqual({ bye: "solo" });
+    expect(sse.ends).toEqual([{ how: "end", lastEvent: "shutdown" }]);
+    expect(sse.data("bye")).toEqual(['{"worker":"solo"}']);
+    expect(service.output()).toMatch(/ending 1 event stream\(s\) and 1 WebSocket\(s\)/);
+    expect(service.output()).toMatch(/GET \/socket\/lobby 101 \d/);
+    expect(service.lines().at(-1)).toMatch(/terminated cleanly in \d+ms \(SIGTERM\)$/);
+  });
+});
+
+async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!test()) {
+    if (performance.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

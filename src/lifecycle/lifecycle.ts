@@ -218,7 +218,7 @@ export class Lifecycle {
     const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
     // Event streams get their final event and WebSockets their close frame now; a WebSocket that has
     // not answered within half the cap is terminated. The drain then goes on as for any response.
-    void this.#options.streams?.endAll(this.#reason ?? "shutdown", Math.round(capMs / 2));
+    const ending = this.#options.streams?.endAll(this.#reason ?? "shutdown", Math.round(capMs / 2));
     let sweep: NodeJS.Timeout | undefined;
     // Not node's close() or closeIdleConnections(): they skip a connection that is still sending its
     // request (or never sent one), and destroy one whose response has ended but is still being
@@ -241,6 +241,8 @@ export class Lifecycle {
     clearTimeout(capTimer);
     clearInterval(sweep);
     if (outcome === undefined) {
+      // A WebSocket's socket can close before its close event has run the application's hook: let it.
+      if (ending !== undefined) await Promise.race([ending, deadline]);
       logger.info("listener closed, in-flight requests done in %dms", Math.round(performance.now() - started));
       return;
     }
