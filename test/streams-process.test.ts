@@ -3,6 +3,7 @@
  * them on purpose (final event, close frame 1001) and the shutdown stays clean and on time.
  */
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
 import { SSEClient, WSClient } from "./helpers/stream-clients.js";
@@ -89,3 +90,34 @@ async function until(test: () => boolean, timeoutMs = 10_000): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
+
+describe("a client that does not read", () => {
+  it("is dropped once maxQueuedBytes wait, with the reason logged, while the process's memory stays bounded", async () => {
+    // A replay buffer of 16 events: what stays is then the streams' queues, not the replay buffer (docs/streams.md: its bound).
+    const service = await startService({ STREAMS_QUEUE: String(256 * 1024), STREAMS_REPLAY: "16" }, STREAMS_APP);
+    const base = `http://127.0.0.1:${service.port}`;
+    // A reading client on the same channel gets everything: only the stalled one is dropped.
+    const reader = new SSEClient(service.port, "/events/slow", { reconnect: false });
+    await reader.connect();
+    const stalled = connect(service.port, "127.0.0.1");
+    stalled.write("GET /events/slow HTTP/1.1\r\nhost: x\r\naccept: text/event-stream\r\n\r\n");
+    await new Promise((resolve) => stalled.once("data", resolve));
+    stalled.pause();
+    let stalledClosed = false;
+    stalled.on("close", () => (stalledClosed = true));
+    const before = (await (await fetch(`${base}/whoami`)).json()) as { rss: number };
+    // 64 MiB published: without a bound the stalled client's queue would hold all of it.
+    const flood = (await (await fetch(`${base}/flood/slow?count=16384&bytes=4096`, { method: "POST" })).json()) as { rss: number };
+    await service.waitFor(/event stream client dropped: \d+ bytes waiting, over maxQueuedBytes \(262144\): the client does not read/);
+    await reader.until(() => reader.data().length === 16384, 20_000, "all 16384 messages").catch((error: unknown) => {
+      throw new Error(`${String(error)}: got ${reader.data().length}, ends ${JSON.stringify(reader.ends)}\n${service.output()}`);
+    });
+    stalled.resume();
+    await until(() => stalledClosed);
+    const growth = flood.rss - before.rss;
+    expect(growth).toBeLessThan(32 * 1024 * 1024);
+    expect(service.count(/event stream client dropped/)).toBe(1);
+    reader.close();
+    console.log(`slow client: RSS ${Math.round(before.rss / 1048576)} MiB before, ${Math.round(flood.rss / 1048576)} MiB after 64 MiB published`);
+  });
+});

@@ -143,7 +143,7 @@ export class SSEClient {
   }
 
   #notify(): void {
-    for (const listener of [...this.#listeners]) listener();
+    for (const listener of Array.from(this.#listeners)) listener();
   }
 }
 
@@ -173,5 +173,57 @@ export class WSClient {
   /** The frames parsed as JSON. */
   json(): Record<string, unknown>[] {
     return this.messages.map((message) => JSON.parse(message.data) as Record<string, unknown>);
+  }
+}
+
+/**
+ * A WebSocket client that reconnects after a close (as an application's client would), passing
+ * the id of the last channel event it got as the `lastEventId` query parameter.
+ */
+export class ReconnectingWS {
+  /** Channel events (`{channel,id,data}` frames) over every connection, in arrival order. */
+  readonly events: { id: string; data: unknown; at: number }[] = [];
+  /** Every other frame (`{bye}`, `{missed}`). */
+  readonly other: Record<string, unknown>[] = [];
+  readonly closes: { code: number; reason: string; wasClean: boolean }[] = [];
+  current: WSClient;
+  #stopped = false;
+  readonly #url: string;
+
+  constructor(url: string) {
+    this.#url = url;
+    this.current = this.#open(undefined);
+  }
+
+  get lastId(): string | undefined {
+    return this.events.at(-1)?.id;
+  }
+
+  /** Stops reconnecting and closes the socket. */
+  stop(): Promise<void> {
+    this.#stopped = true;
+    this.current.socket.close();
+    return this.current.closed;
+  }
+
+  #open(lastId: string | undefined): WSClient {
+    const url = lastId === undefined ? this.#url : `${this.#url}${this.#url.includes("?") ? "&" : "?"}lastEventId=${encodeURIComponent(lastId)}`;
+    const client = new WSClient(url);
+    client.socket.addEventListener("message", (event) => {
+      const frame = JSON.parse(String(event.data)) as Record<string, unknown>;
+      if (typeof frame.id === "string") this.events.push({ id: frame.id, data: frame.data, at: performance.now() });
+      else this.other.push(frame);
+    });
+    let opened = false;
+    client.opened.then(() => (opened = true), () => {});
+    void client.closed.then(() => {
+      // A refused connection (the port between two workers) is retried, not counted as a close.
+      if (opened) this.closes.push(client.close!);
+      if (this.#stopped) return;
+      setTimeout(() => {
+        if (!this.#stopped) this.current = this.#open(this.lastId);
+      }, 200);
+    });
+    return client;
   }
 }
