@@ -1,6 +1,7 @@
 import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed, type Replay } from "./event.js";
 import { streamsEvent, streamsPublish, streamsReplay } from "./ipc.js";
+import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { DEFAULT_MAX_CHANNELS, DEFAULT_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
 
 /** Where a subscription delivers: a stream or a WebSocket of this process. */
@@ -30,11 +31,6 @@ interface Subscription {
   active: boolean;
 }
 
-/** Where the events are numbered and buffered: this process, or the supervisor's primary. */
-interface Broker {
-  publish(channel: string, data: string, replayEvents: number): Promise<string>;
-  replay(channel: string, lastEventId: string): Promise<Replay>;
-}
 
 function checkLimit(name: string, value: unknown, min: number): void {
   if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < min)) {
@@ -146,15 +142,11 @@ export class StreamHub {
   }
 
   #localBroker(): Broker {
-    const log = new ReplayLog({ maxChannels: this.#options.maxChannels });
-    return {
-      publish: async (channel, data, replayEvents) => {
-        const event = log.append(channel, data, replayEvents);
-        this.deliver(event);
-        return event.id;
-      },
-      replay: async (channel, lastEventId) => log.since(channel, lastEventId),
-    };
+    const deliver = (event: ChannelEvent) => this.deliver(event);
+    const url = streamsDatabaseUrl();
+    if (url === undefined) return memoryBroker(new ReplayLog({ maxChannels: this.#options.maxChannels }), deliver);
+    // The store's connections stay open for the process's life: the process exits through the App's shutdown.
+    return storeBroker(import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url)), deliver);
   }
 
   #primaryBroker(primary: PrimaryChannel): Broker {

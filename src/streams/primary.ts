@@ -1,6 +1,7 @@
 import type { IpcHandler, IpcRequestType } from "../cluster/ipc.js";
 import type { ChannelEvent } from "./event.js";
 import { checkChannel } from "./event.js";
+import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { streamsEvent, streamsPublish, streamsReplay } from "./ipc.js";
 import { ReplayLog } from "./replay-log.js";
 
@@ -14,6 +15,10 @@ export interface StreamsWorker {
 export interface StreamsHost {
   handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): unknown;
   readonly workers: readonly StreamsWorker[];
+  /** Settles when the supervisor has stopped: the store's connections close then. */
+  readonly finished: Promise<unknown>;
+  /** Stops the supervisor with exit 1 and this reason (the shared store cannot be reached). */
+  fail(reason: string): unknown;
 }
 
 const MAX_REPLAY_EVENTS = 100_000;
@@ -22,17 +27,28 @@ const MAX_REPLAY_EVENTS = 100_000;
  * The pod's stream broker, in the primary: it numbers each channel's events, keeps the replay
  * buffers, and sends every event to every worker that is starting, ready or draining (a draining
  * worker's clients get what is published until their stream ends). One IPC message per worker
- * per event, whatever the number of subscribers on it. Costs nothing until a worker publishes.
+ * per event, whatever the number of subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
+ * numbering and the buffers are in PostgreSQL, shared by every pod (postgres-store.ts).
  */
-export function installStreams(host: StreamsHost): ReplayLog {
-  const log = new ReplayLog();
+export function installStreams(host: StreamsHost): void {
+  const broadcast = (event: ChannelEvent) => {
+    for (const worker of host.workers) if (worker.state !== "exited") worker.channel.send(streamsEvent, event);
+  };
+  let broker: Broker | undefined;
+  const url = streamsDatabaseUrl();
+  if (url !== undefined) {
+    const opening = import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url));
+    opening.then((store) => void host.finished.then(() => store.close()), (error: unknown) => {
+      host.fail(`streams: the shared store (KEELSON_STREAMS_DATABASE_URL) cannot be used: ${(error as Error)?.message ?? String(error)}`);
+    });
+    broker = storeBroker(opening, broadcast);
+  }
+  // In memory unless the store is configured; created at the first publish, so it costs nothing until then.
+  const use = () => (broker ??= memoryBroker(new ReplayLog(), broadcast));
   host.handle(streamsPublish, (message) => {
     const { channel, data, replayEvents } = message ?? {};
     if (typeof data !== "string" || !Number.isSafeInteger(replayEvents) || replayEvents < 0) throw new Error("malformed streams:publish request");
-    const event = log.append(checkChannel(channel), data, Math.min(replayEvents, MAX_REPLAY_EVENTS));
-    for (const worker of host.workers) if (worker.state !== "exited") worker.channel.send(streamsEvent, event);
-    return { id: event.id };
+    return use().publish(checkChannel(channel), data, Math.min(replayEvents, MAX_REPLAY_EVENTS)).then((id) => ({ id }));
   });
-  host.handle(streamsReplay, ({ channel, lastEventId }) => log.since(checkChannel(channel), String(lastEventId)));
-  return log;
+  host.handle(streamsReplay, ({ channel, lastEventId }) => use().replay(checkChannel(channel), String(lastEventId)));
 }

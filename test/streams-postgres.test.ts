@@ -1,0 +1,88 @@
+/**
+ * Fan-out across pods through PostgreSQL: two supervisors (two "pods") share one database through
+ * KEELSON_STREAMS_DATABASE_URL. A message published on one pod reaches the clients of both, with
+ * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID.
+ */
+import * as http from "node:http";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { killAll, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { SSEClient, WSClient } from "./helpers/stream-clients.js";
+
+let pg: TestPostgres;
+beforeAll(async () => {
+  pg = await startPostgres();
+}, 60_000);
+afterAll(() => pg?.stop());
+afterEach(() => killAll());
+
+function publishOver(port: number, room: string, body: unknown): Promise<{ id: string }> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const request = http.request({
+      host: "127.0.0.1", port, path: `/publish/${room}`, method: "POST", agent: false,
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+    }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text) as { id: string }) : reject(new Error(`${response.statusCode} ${text}`))));
+    });
+    request.on("error", reject);
+    request.end(payload);
+  });
+}
+
+async function until(test: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!test()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("streams across pods through PostgreSQL", () => {
+  it("delivers a publish of one pod to the clients of both, in order, and resumes a client on the other pod", async () => {
+    const url = await pg.createDatabase();
+    const env = { KEELSON_STREAMS_DATABASE_URL: url };
+    const [a, b] = await Promise.all([startSupervisor(["--workers", "1"], { entry: "test/fixtures/streams-app.ts", env }),
+      startSupervisor(["--workers", "1"], { entry: "test/fixtures/streams-app.ts", env })]);
+    await Promise.all([a!.waitFor(/1 worker\(s\) ready in/), b!.waitFor(/1 worker\(s\) ready in/)]);
+    const onA = new SSEClient(a!.port, "/events/pods", { reconnect: false });
+    await onA.connect();
+    const onB = new WSClient(`ws://127.0.0.1:${b!.port}/socket/pods`);
+    await onB.opened;
+
+    const big = "y".repeat(20_000);
+    const published = [
+      await publishOver(b!.port, "pods", { n: 1 }),
+      await publishOver(a!.port, "pods", { n: 2, big }),
+      await publishOver(b!.port, "pods", { n: 3 }),
+    ];
+    await until(() => onA.data().length === 3 && onB.messages.length === 3, "3 messages on both pods");
+    expect(onA.events.map((e) => e.id)).toEqual(published.map((p) => p.id));
+    expect(onB.json().map((m) => m.id)).toEqual(published.map((p) => p.id));
+    expect(onA.data().map((d) => (JSON.parse(d) as { n: number }).n)).toEqual([1, 2, 3]);
+    expect((onB.json()[1]!.data as { big: string }).big).toBe(big);
+
+    // The client of pod A leaves; two more are published; it comes back on pod B with its last id.
+    const lastId = onA.lastId;
+    onA.close();
+    await publishOver(a!.port, "pods", { n: 4 });
+    await publishOver(b!.port, "pods", { n: 5 });
+    const resumed = new SSEClient(b!.port, "/events/pods", { reconnect: false, lastId });
+    await resumed.connect();
+    await until(() => resumed.data().length === 2, "the 2 missed messages on pod B");
+    await publishOver(a!.port, "pods", { n: 6 });
+    await until(() => resumed.data().length === 3, "the live message after the replay");
+    expect(resumed.data().map((d) => (JSON.parse(d) as { n: number }).n)).toEqual([4, 5, 6]);
+    expect(resumed.data("missed")).toEqual([]);
+    resumed.close();
+    onB.socket.close();
+
+    process.kill(a!.pid, "SIGTERM");
+    process.kill(b!.pid, "SIGTERM");
+    const exits = await Promise.all([a!.exited, b!.exited]);
+    expect(exits.map((exit) => exit.code)).toEqual([0, 0]);
+  });
+});
