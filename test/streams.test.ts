@@ -155,6 +155,24 @@ describe("sse() through app.request()", () => {
     expect(metrics).toEqual(["open sse /events/:channel", "closed sse /events/:channel"]);
   });
 
+  it("ends the request's server span when the stream ends, with its route and status", async () => {
+    const ended: string[] = [];
+    const span = { traceId: "0af7651916cd43dd8448eb211c80319c", setAttribute() {}, recordException() {}, end() {} };
+    const { app } = streamApp();
+    app.setTracer({
+      startRequestSpan: () => span,
+      endRequestSpan: (_span, end) => ended.push(`${end.route} ${end.status}`),
+      startSpan: () => span,
+    });
+    const response = await app.request(`/events/${freshChannel()}`);
+    const reader = response.body!.getReader();
+    await readUntil(reader, /retry/);
+    expect(ended).toEqual([]);
+    await reader.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ended).toEqual(["/events/:channel 200"]);
+  });
+
   it("ends open streams on close(): the app's last message, then the final shutdown event", async () => {
     const { logger } = captureLogs();
     const app = new App({ logger, disableHealth: true });
