@@ -216,3 +216,21 @@ describe("sse() through app.request()", () => {
     void get;
   });
 });
+
+describe("the hub", () => {
+  it("sends an event once when the shared store announces it live after a resuming client's replay held it", async () => {
+    const hub = new StreamHub();
+    const channel = freshChannel();
+    const ids = [];
+    for (let n = 1; n <= 3; n++) ids.push(await hub.publish(channel, n));
+    const seen: string[] = [];
+    hub.subscribe(channel, { deliver: (event) => seen.push(event.data), missed: () => seen.push("missed") }, ids[0]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(seen).toEqual(["2", "3"]);
+    // What a store's LISTEN may do: announce event 3 again, after the replay that held it.
+    const [, epochSeq] = /^(.*)-3$/.exec(ids[2]!)!;
+    hub.deliver({ channel, id: `${epochSeq}-3`, seq: 3, data: "3" });
+    hub.deliver({ channel, id: `${epochSeq}-4`, seq: 4, data: "4" });
+    expect(seen).toEqual(["2", "3", "4"]);
+  });
+});

@@ -29,6 +29,8 @@ interface Subscription {
   /** Live events that arrived while the replay was being fetched; undefined once caught up. */
   pending: ChannelEvent[] | undefined;
   active: boolean;
+  /** The last event delivered: one that arrives again (live after being replayed) is not sent twice. */
+  last: ChannelEvent | undefined;
 }
 
 
@@ -83,7 +85,7 @@ export class StreamHub {
   subscribe(channel: string, sink: ChannelSink, lastEventId?: string): () => void {
     checkChannel(channel);
     const broker = this.#connect();
-    const subscription: Subscription = { sink, pending: lastEventId === undefined ? undefined : [], active: true };
+    const subscription: Subscription = { sink, pending: lastEventId === undefined ? undefined : [], active: true, last: undefined };
     let set = this.#subscribers.get(channel);
     if (set === undefined) this.#subscribers.set(channel, (set = new Set()));
     set.add(subscription);
@@ -112,14 +114,10 @@ export class StreamHub {
     subscription.pending = undefined;
     if (!subscription.active) return;
     if (replay.missed !== 0) subscription.sink.missed(channel, replay.missed);
-    let last = replay.events.at(-1);
-    for (const event of replay.events) subscription.sink.deliver(event);
-    // Live events that came in meanwhile: those the replay already held are not sent twice.
-    for (const event of pending) {
+    // Then the live events that came in meanwhile: those the replay already held are skipped.
+    for (const event of [...replay.events, ...pending]) {
       if (!subscription.active) return;
-      if (last !== undefined && sameLog(last, event) && event.seq <= last.seq) continue;
-      subscription.sink.deliver(event);
-      last = event;
+      send(subscription, event);
     }
   }
 
@@ -129,7 +127,7 @@ export class StreamHub {
     if (set === undefined) return;
     for (const subscription of set) {
       if (subscription.pending !== undefined) subscription.pending.push(event);
-      else subscription.sink.deliver(event);
+      else send(subscription, event);
     }
   }
 
@@ -158,8 +156,16 @@ export class StreamHub {
   }
 }
 
-function sameLog(a: ChannelEvent, b: ChannelEvent): boolean {
-  return parseEventId(a.id)?.epoch === parseEventId(b.id)?.epoch;
+/**
+ * Delivers `event` unless the subscription had it already. With a shared store, an event committed
+ * before a resuming client's replay was read can still be announced live after it: the channel's
+ * order makes "not newer than the last one sent, same log" a duplicate.
+ */
+function send(subscription: Subscription, event: ChannelEvent): void {
+  const last = subscription.last;
+  if (last !== undefined && event.seq <= last.seq && parseEventId(last.id)?.epoch === parseEventId(event.id)?.epoch) return;
+  subscription.last = event;
+  subscription.sink.deliver(event);
 }
 
 /** The hub of this process: one, whatever the number of Apps. */
