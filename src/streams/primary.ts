@@ -1,25 +1,9 @@
-import type { IpcHandler, IpcRequestType } from "../cluster/ipc.js";
+import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
 import type { ChannelEvent } from "./event.js";
 import { checkChannel } from "./event.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { streamsEvent, streamsPublish, streamsReplay } from "./ipc.js";
 import { ReplayLog } from "./replay-log.js";
-
-/** A worker as the streams broker sees it. */
-export interface StreamsWorker {
-  readonly state: string;
-  readonly channel: { send(type: typeof streamsEvent, payload: ChannelEvent): boolean };
-}
-
-/** What the streams broker needs from the supervisor. */
-export interface StreamsHost {
-  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): unknown;
-  readonly workers: readonly StreamsWorker[];
-  /** Settles when the supervisor has stopped: the store's connections close then. */
-  readonly finished: Promise<unknown>;
-  /** Stops the supervisor with exit 1 and this reason (the shared store cannot be reached). */
-  fail(reason: string): unknown;
-}
 
 const MAX_REPLAY_EVENTS = 100_000;
 
@@ -30,9 +14,14 @@ const MAX_REPLAY_EVENTS = 100_000;
  * per event, whatever the number of subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
  * numbering and the buffers are in PostgreSQL, shared by every pod (postgres-store.ts).
  */
-export function installStreams(host: StreamsHost): void {
+export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "finished" | "fail">): void {
+  const workers = new Set<FeatureWorker>();
+  host.onWorker((worker) => {
+    workers.add(worker);
+    void worker.exited.then(() => workers.delete(worker));
+  });
   const broadcast = (event: ChannelEvent) => {
-    for (const worker of host.workers) if (worker.state !== "exited") worker.channel.send(streamsEvent, event);
+    for (const worker of workers) worker.channel.send(streamsEvent, event);
   };
   let broker: Broker | undefined;
   const url = streamsDatabaseUrl();
