@@ -5,10 +5,11 @@
  * of the pod. Kept short for a shared machine (40 + 10 clients, 2 workers); the full-size run
  * (200 + 50 on 4) is `make scenarios ONLY=streams`.
  */
-import * as http from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startSupervisor } from "./fixtures/supervisor-harness.js";
-import { ReconnectingWS, SSEClient } from "./helpers/stream-clients.js";
+import { ReconnectingWS, SSEClient, postJSON } from "./helpers/stream-clients.js";
+
+const publishOver = (port: number, room: string, body: unknown) => postJSON<{ id: string; worker: string }>(port, `/publish/${room}`, body);
 
 afterEach(() => killAll());
 
@@ -16,22 +17,6 @@ const SSE_CLIENTS = 40;
 const WS_CLIENTS = 10;
 
 /** POST /publish/:room on a fresh connection; resolves with the event id and the worker that published. */
-function publishOver(port: number, room: string, body: unknown): Promise<{ id: string; worker: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const request = http.request({
-      host: "127.0.0.1", port, path: `/publish/${room}`, method: "POST", agent: false,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-    }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text) as { id: string; worker: string }) : reject(new Error(`${response.statusCode} ${text}`))));
-    });
-    request.on("error", reject);
-    request.end(payload);
-  });
-}
 
 async function until(test: () => boolean, timeoutMs: number, what: string): Promise<void> {
   const deadline = performance.now() + timeoutMs;

@@ -3,11 +3,12 @@
  * KEELSON_STREAMS_DATABASE_URL. A message published on one pod reaches the clients of both, with
  * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID.
  */
-import * as http from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { killAll, startSupervisor } from "./fixtures/supervisor-harness.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
-import { SSEClient, WSClient } from "./helpers/stream-clients.js";
+import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
+
+const publishOver = (port: number, room: string, body: unknown) => postJSON<{ id: string; worker: string }>(port, `/publish/${room}`, body);
 
 let pg: TestPostgres;
 beforeAll(async () => {
@@ -16,22 +17,6 @@ beforeAll(async () => {
 afterAll(() => pg?.stop());
 afterEach(() => killAll());
 
-function publishOver(port: number, room: string, body: unknown): Promise<{ id: string }> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const request = http.request({
-      host: "127.0.0.1", port, path: `/publish/${room}`, method: "POST", agent: false,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-    }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text) as { id: string }) : reject(new Error(`${response.statusCode} ${text}`))));
-    });
-    request.on("error", reject);
-    request.end(payload);
-  });
-}
 
 async function until(test: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
   const deadline = performance.now() + timeoutMs;

@@ -5,9 +5,8 @@
 //    streams' end; the reload's duration against one without clients.
 // 2. Fan-out throughput: 1,000 event-stream subscribers over 4 workers, messages published on one
 //    worker: deliveries per second and the p50/p99 delivery latency (publish to arrival).
-import * as http from "node:http";
 import { startCluster, type Cluster } from "../lib/cluster.js";
-import { SSEClient, ReconnectingWS } from "../../test/helpers/stream-clients.js";
+import { ReconnectingWS, SSEClient, postJSON as post } from "../../test/helpers/stream-clients.js";
 import { table, verdict, type Context, type Verdict } from "./common.js";
 
 const NAME = "streams";
@@ -18,22 +17,6 @@ const SUBSCRIBERS = 1000;
 const FLOOD_MESSAGES = Number(process.env.STREAMS_FLOOD ?? 500);
 const ENTRY = "test/fixtures/streams-app.ts";
 
-function post(port: number, path: string, body: unknown): Promise<Record<string, unknown>> {
-  return new Promise((resolve, reject) => {
-    const payload = JSON.stringify(body);
-    const request = http.request({
-      host: "127.0.0.1", port, path, method: "POST", agent: false,
-      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
-    }, (response) => {
-      let text = "";
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => (text += chunk));
-      response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text) as Record<string, unknown>) : reject(new Error(`${response.statusCode} ${text}`))));
-    });
-    request.on("error", reject);
-    request.end(payload);
-  });
-}
 
 async function until(test: () => boolean, timeoutMs: number): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;

@@ -1,7 +1,7 @@
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
-import type { LongConnection, OpenStreams } from "./open-streams.js";
+import { lastWords, type LongConnection, type OpenStreams } from "./open-streams.js";
 
 /** Settings of an event-stream route (`sse()`); every one is optional. */
 export interface EventStreamOptions {
@@ -24,7 +24,6 @@ export interface EventStreamOptions {
 export const DEFAULT_MAX_QUEUED_BYTES = 1024 * 1024;
 export const DEFAULT_HEARTBEAT_MS = 15_000;
 export const DEFAULT_RETRY_MS = 1000;
-const SHUTDOWN_HOOK_MS = 1000;
 
 /** What `send()` takes besides the data. */
 export interface SendOptions {
@@ -192,19 +191,7 @@ export class EventStream {
   async shutdown(reason: string): Promise<void> {
     if (this.#state !== "open") return;
     const hook = this.#options.onShutdown;
-    if (hook !== undefined) {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          Promise.resolve().then(() => hook(this, reason)),
-          new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_HOOK_MS))),
-        ]);
-      } catch (error) {
-        this.#logger.warn("event stream onShutdown hook failed: %s", (error as Error)?.message ?? String(error));
-      } finally {
-        clearTimeout(timer);
-      }
-    }
+    await lastWords(hook && (() => hook(this, reason)), this.#logger, "event stream onShutdown hook");
     if (this.#state !== "open") return;
     this.#write(`event: shutdown\nretry: ${this.#options.retryMs}\ndata: {"reconnect":true}\n\n`);
     this.#closing(`shutdown: ${reason}`);

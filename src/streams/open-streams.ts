@@ -13,6 +13,28 @@ export function isWebSocketRoute(route: object): boolean {
   return webSocketRoutes.has(route);
 }
 
+/** How long the application's last message (`onShutdown`, a WebSocket's `shutdown`) is awaited at the drain. */
+export const LAST_WORDS_MS = 1000;
+
+/**
+ * Runs the application's drain hook of one stream or socket, awaited at most `LAST_WORDS_MS`; a
+ * failure is logged as `what`, and the drain goes on either way.
+ */
+export async function lastWords(hook: (() => void | Promise<void>) | undefined, logger: Logger, what: string): Promise<void> {
+  if (hook === undefined) return;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    await Promise.race([
+      Promise.resolve().then(hook),
+      new Promise((resolve) => (timer = setTimeout(resolve, LAST_WORDS_MS))),
+    ]);
+  } catch (error) {
+    logger.warn("%s failed: %s", what, (error as Error)?.message ?? String(error));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Kinds of long-lived connection, as `kind` labels of `keelson_open_streams`. */
 export type StreamKind = "sse" | "websocket";
 

@@ -2,7 +2,7 @@ import type { Hooks, Message, Peer } from "crossws";
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
-import type { LongConnection, OpenStreams } from "./open-streams.js";
+import { lastWords, type LongConnection, type OpenStreams } from "./open-streams.js";
 
 /** Settings of a WebSocket route (`websocket()`); every one is optional. */
 export interface WebSocketOptions {
@@ -27,7 +27,6 @@ export interface WebSocketHooks {
 }
 
 export const DEFAULT_WS_MAX_QUEUED_BYTES = 1024 * 1024;
-const SHUTDOWN_HOOK_MS = 1000;
 /** Close code 1001: the server is going away (RFC 6455 §7.4.1). */
 export const GOING_AWAY = 1001;
 
@@ -103,19 +102,7 @@ export class KeelsonSocket {
   /** @internal The App's drain: the application's last message, then the close frame 1001. */
   async goAway(hook: WebSocketHooks["shutdown"], reason: string, logger: Logger): Promise<void> {
     if (this.#closed) return;
-    if (hook !== undefined) {
-      let timer: NodeJS.Timeout | undefined;
-      try {
-        await Promise.race([
-          Promise.resolve().then(() => hook(this, reason)),
-          new Promise((resolve) => (timer = setTimeout(resolve, SHUTDOWN_HOOK_MS))),
-        ]);
-      } catch (error) {
-        logger.warn("WebSocket shutdown hook failed: %s", (error as Error)?.message ?? String(error));
-      } finally {
-        clearTimeout(timer);
-      }
-    }
+    await lastWords(hook && (() => hook(this, reason)), logger, "WebSocket shutdown hook");
     this.release();
     this.peer.close(GOING_AWAY, "going away");
   }

@@ -227,3 +227,21 @@ export class ReconnectingWS {
     return client;
   }
 }
+
+/** POST `body` as JSON to `path` on a fresh connection (no keep-alive); resolves with the JSON answer of a 200. */
+export function postJSON<T = Record<string, unknown>>(port: number, path: string, body: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const payload = JSON.stringify(body);
+    const request = http.request({
+      host: "127.0.0.1", port, path, method: "POST", agent: false,
+      headers: { "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+    }, (response) => {
+      let text = "";
+      response.setEncoding("utf8");
+      response.on("data", (chunk: string) => (text += chunk));
+      response.on("end", () => (response.statusCode === 200 ? resolve(JSON.parse(text) as T) : reject(new Error(`${response.statusCode} ${text}`))));
+    });
+    request.on("error", reject);
+    request.end(payload);
+  });
+}
