@@ -5,6 +5,7 @@
 //    streams' end; the reload's duration against one without clients.
 // 2. Fan-out throughput: 1,000 event-stream subscribers over 4 workers, messages published on one
 //    worker: deliveries per second and the p50/p99 delivery latency (publish to arrival).
+import * as fs from "node:fs";
 import { startCluster, type Cluster } from "../lib/cluster.js";
 import { ReconnectingWS, SSEClient, postJSON as post } from "../../test/helpers/stream-clients.js";
 import { table, verdict, type Context, type Verdict } from "./common.js";
@@ -38,6 +39,21 @@ async function reloadMs(cluster: Cluster): Promise<{ ms: number; steps: string }
   const ready = [...log.matchAll(/ready on \S+ in (\d+)ms/g)].map((m) => m[1]).join("/");
   const drains = [...log.matchAll(/terminated cleanly in (\d+)ms/g)].map((m) => m[1]).join("/");
   return { ms, steps: `replacements ready in ${ready} ms, old workers drained in ${drains} ms` };
+}
+
+/** CPU seconds (user + system) the processes have used so far, from /proc (clock ticks of 1/100 s). */
+function cpuSeconds(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return ticks / 100;
 }
 
 const numbers = (values: unknown[]) => values.map((value) => (value as { n: number }).n);
@@ -118,16 +134,20 @@ export async function streams(context: Context): Promise<Verdict> {
   let p99 = NaN;
   let delivered = 0;
   let clientCpu = 0;
+  let serverCpu = 0;
   try {
     const clients = Array.from({ length: SUBSCRIBERS }, () => new SSEClient(fan.port, "/events/fan", { reconnect: false }));
     for (let i = 0; i < clients.length; i += 100) await Promise.all(clients.slice(i, i + 100).map((client) => client.connect()));
     const started = performance.now();
     const startedAt = Date.now();
     const cpu = process.cpuUsage();
+    const serverPids = [fan.pid, ...fan.children()];
+    const serverCpuBefore = cpuSeconds(serverPids);
     await post(fan.port, `/flood/fan?count=${FLOOD_MESSAGES}&bytes=64&burst=20&stamp=1`, {});
     const all = await until(() => clients.every((c) => c.data().length >= FLOOD_MESSAGES), 120_000);
     const elapsed = (Math.max(...clients.map((c) => c.events.at(-1)?.at ?? 0)) - started) / 1000;
     const used = process.cpuUsage(cpu);
+    serverCpu = cpuSeconds(serverPids) - serverCpuBefore;
     clientCpu = (used.user + used.system) / 1e6 / elapsed;
     delivered = clients.reduce((sum, c) => sum + c.data().length, 0);
     rate = delivered / elapsed;
@@ -152,6 +172,7 @@ export async function streams(context: Context): Promise<Verdict> {
       ["messages per second to all subscribers", (rate / SUBSCRIBERS).toFixed(0)],
       ["delivery latency p50 / p99", `${p50.toFixed(1)} ms / ${p99.toFixed(1)} ms`],
       ["the 1,000 clients' process (same machine)", `${(clientCpu * 100).toFixed(0)} % of a core`],
+      ["server CPU (primary + workers) per delivery", `${((serverCpu / Math.max(1, delivered)) * 1e6).toFixed(1)} µs (${serverCpu.toFixed(2)} s in all)`],
     ]);
   } finally {
     await fan.stop();
@@ -159,6 +180,6 @@ export async function streams(context: Context): Promise<Verdict> {
   return verdict(NAME, failures.length === 0,
     `${SSE_CLIENTS} SSE + ${WS_CLIENTS} WS clients on ${WORKERS} workers: reload ${idle.ms.toFixed(0)} ms (${bare.ms.toFixed(0)} ms without clients, ${withClients.ms.toFixed(0)} ms while publishing), ` +
     `${published} messages published through it, SIGTERM exit ${exitCode}; fan-out to ${SUBSCRIBERS} subscribers: ${rate.toFixed(0)} deliveries/s ` +
-    `(${(rate / SUBSCRIBERS).toFixed(0)} messages/s to all), p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms` +
+    `(${(rate / SUBSCRIBERS).toFixed(0)} messages/s to all; ${((serverCpu / Math.max(1, delivered)) * 1e6).toFixed(1)} µs of server CPU each), p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms` +
     (failures.length === 0 ? "" : `; FAILED: ${failures.join("; ")}`));
 }
