@@ -70,4 +70,13 @@ describe("streams across pods through PostgreSQL", () => {
     const exits = await Promise.all([a!.exited, b!.exited]);
     expect(exits.map((exit) => exit.code)).toEqual([0, 0]);
   });
+
+  it("stops the supervisor with exit 1 and the reason when the database cannot be reached", async () => {
+    const run = await startSupervisor(["--workers", "1"], {
+      entry: "test/fixtures/streams-app.ts", env: { KEELSON_STREAMS_DATABASE_URL: "postgres://nobody@127.0.0.1:1/none" },
+    });
+    const exit = await run.exited;
+    expect(exit.code).toBe(1);
+    expect(run.output()).toMatch(/stopped in \d+ms with exit 1: streams: the shared store \(KEELSON_STREAMS_DATABASE_URL\) cannot be used: .*ECONNREFUSED/);
+  });
 });

@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { App, configureStreams, get, publish, sse, websocket, type MetricsCollector } from "../src/index.js";
 import { ReplayLog } from "../src/streams/replay-log.js";
 import { StreamHub } from "../src/streams/hub.js";
+import { streamsDatabaseUrl } from "../src/streams/broker.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const decoder = new TextDecoder();
@@ -232,5 +233,22 @@ describe("the hub", () => {
     hub.deliver({ channel, id: `${epochSeq}-3`, seq: 3, data: "3" });
     hub.deliver({ channel, id: `${epochSeq}-4`, seq: 4, data: "4" });
     expect(seen).toEqual(["2", "3", "4"]);
+  });
+});
+
+describe("KEELSON_STREAMS_DATABASE_URL", () => {
+  it("is refused unless it is a postgres:// URL, with the password left out of the message", () => {
+    const before = process.env.KEELSON_STREAMS_DATABASE_URL;
+    try {
+      process.env.KEELSON_STREAMS_DATABASE_URL = "mysql://user:secret@db/app";
+      expect(() => streamsDatabaseUrl()).toThrow('invalid KEELSON_STREAMS_DATABASE_URL: expected a postgres:// or postgresql:// URL, got "mysql://…@db/app"');
+      process.env.KEELSON_STREAMS_DATABASE_URL = "postgresql://user@db/app";
+      expect(streamsDatabaseUrl()).toBe("postgresql://user@db/app");
+      process.env.KEELSON_STREAMS_DATABASE_URL = "";
+      expect(streamsDatabaseUrl()).toBeUndefined();
+    } finally {
+      if (before === undefined) delete process.env.KEELSON_STREAMS_DATABASE_URL;
+      else process.env.KEELSON_STREAMS_DATABASE_URL = before;
+    }
   });
 });
