@@ -3,10 +3,15 @@
  * them on purpose (final event, close frame 1001) and the shutdown stays clean and on time.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
-import { SSEClient, WSClient } from "./helpers/stream-clients.js";
+import { freePort, spawnChild } from "./helpers/child.js";
+import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
 afterEach(() => killAll());
 
@@ -119,5 +124,50 @@ describe("a client that does not read", () => {
     expect(service.count(/event stream client dropped/)).toBe(1);
     reader.close();
     console.log(`slow client: RSS ${Math.round(before.rss / 1048576)} MiB before, ${Math.round(flood.rss / 1048576)} MiB after 64 MiB published`);
+  });
+});
+
+describe("keelson dev", () => {
+  it("serves event streams and WebSockets, and a save ends them cleanly; the client resumes on the new worker without loss", async () => {
+    const root = fileURLToPath(new URL("..", import.meta.url));
+    const project = mkdtempSync(join(tmpdir(), "keelson-dev-streams-"));
+    try {
+      writeFileSync(join(project, "package.json"), '{ "type": "module" }\n');
+      const source = (version: number) => `import { App, post, publish, sse, websocket } from ${JSON.stringify(join(root, "src/index.ts"))};
+const app = new App({ serviceName: "dev-streams" });
+app.route(sse("/events", (_ctx, stream) => stream.subscribe("news")));
+app.route(websocket("/socket", { open: (socket) => socket.subscribe("news") }));
+app.route(post("/publish", async (ctx) => ({ id: await publish("news", { version: ${version}, body: ctx.body }) })));
+await app.listen();
+`;
+      writeFileSync(join(project, "main.ts"), source(1));
+      const port = await freePort();
+      const dev = spawnChild([process.execPath, "--import", import.meta.resolve("tsx"), join(root, "cli/cli.ts"), "dev", "main.ts", "--port", String(port)],
+        { cwd: project, env: { NODE_ENV: "development" } });
+      await dev.waitFor(/1 worker\(s\) ready in/, { timeoutMs: 30_000 });
+      const client = new SSEClient(port, "/events");
+      await client.connect();
+      const socket = new WSClient(`ws://127.0.0.1:${port}/socket`);
+      await socket.opened;
+      await postJSON(port, "/publish", "before");
+      await client.until(() => client.data().length === 1, 10_000, "the first message");
+
+      const mark = dev.output().length;
+      writeFileSync(join(project, "main.ts"), source(2));
+      await dev.waitFor(/main\.ts changed: reloaded 1 worker\(s\) in \d+ms/, { from: mark, timeoutMs: 30_000 });
+      // Published while the client waits its retry: it gets it from the primary's buffer when it resumes.
+      await postJSON(port, "/publish", "after");
+      await client.until(() => client.data().length === 2, 15_000, "the message published after the reload");
+      await socket.closed;
+
+      expect(client.data().map((d) => JSON.parse(d) as unknown)).toEqual([{ version: 1, body: "before" }, { version: 2, body: "after" }]);
+      expect(client.ends).toEqual([{ how: "end", lastEvent: "shutdown" }]);
+      expect(client.connections).toBe(2);
+      expect(socket.close).toEqual({ code: 1001, reason: "going away", wasClean: true });
+      client.close();
+      await dev.stop();
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+    }
   });
 });
