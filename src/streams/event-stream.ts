@@ -35,6 +35,17 @@ export interface SendOptions {
 
 const encoder = new TextEncoder();
 
+// A channel event goes to every subscriber of the process one after another: its bytes are encoded
+// once, for the first, and shared by the others (a stream only reads them).
+let cached: { event: ChannelEvent; prefix: string; bytes: Uint8Array } | undefined;
+
+function channelEventBytes(event: ChannelEvent, prefix: string): Uint8Array {
+  if (cached?.event === event && cached.prefix === prefix) return cached.bytes;
+  const bytes = encoder.encode(`id: ${event.id}\n${prefix}data: ${event.data}\n\n`);
+  cached = { event, prefix, bytes };
+  return bytes;
+}
+
 function field(name: string, value: string): string {
   if (/[\r\n]/.test(value)) throw new TypeError(`an event's ${name} cannot contain a line break: ${JSON.stringify(value)}`);
   return `${name}: ${value}\n`;
@@ -73,7 +84,7 @@ export class EventStream {
   readonly #options: Required<Omit<EventStreamOptions, "onShutdown">> & Pick<EventStreamOptions, "onShutdown">;
   readonly #logger: Logger;
   #controller!: ReadableStreamDefaultController<Uint8Array>;
-  #queue: string[] = [];
+  #queue: Uint8Array[] = [];
   #queuedBytes = 0;
   #wanted = false;
   #state: "open" | "closing" | "ended" = "open";
@@ -82,7 +93,8 @@ export class EventStream {
   readonly #cleanups: (() => void)[] = [];
   #resumed = false;
   #heartbeat: NodeJS.Timeout | undefined;
-  #lastWrite = performance.now();
+  /** Something was written since the last heartbeat tick. */
+  #wrote = false;
   #events = 0;
 
   constructor(options: EventStreamOptions, logger: Logger, lastEventId: string | undefined) {
@@ -110,7 +122,8 @@ export class EventStream {
     const beat = this.#options.heartbeatMs;
     if (beat > 0) {
       this.#heartbeat = setInterval(() => {
-        if (performance.now() - this.#lastWrite >= beat * 0.9) this.#write(": keep-alive\n\n");
+        if (!this.#wrote) this.#write(": keep-alive\n\n");
+        this.#wrote = false;
       }, beat);
       this.#heartbeat.unref();
     }
@@ -168,7 +181,7 @@ export class EventStream {
       deliver: (event: ChannelEvent) => {
         if (this.#state !== "open") return;
         this.#events++;
-        this.#write(`id: ${event.id}\n${prefix}data: ${event.data}\n\n`);
+        this.#push(channelEventBytes(event, prefix));
       },
       missed: (name: string, missed: Missed) => {
         this.send({ channel: name, missed }, { event: "missed" });
@@ -198,10 +211,14 @@ export class EventStream {
   }
 
   #write(text: string): boolean {
+    return this.#push(encoder.encode(text));
+  }
+
+  #push(bytes: Uint8Array): boolean {
     if (this.#state === "ended") return false;
-    this.#queue.push(text);
-    this.#queuedBytes += text.length;
-    this.#lastWrite = performance.now();
+    this.#queue.push(bytes);
+    this.#queuedBytes += bytes.byteLength;
+    this.#wrote = true;
     if (this.#queuedBytes > this.#options.maxQueuedBytes && !this.#wanted) {
       this.#drop(`${this.#queuedBytes} bytes waiting, over maxQueuedBytes (${this.#options.maxQueuedBytes}): the client does not read`);
       return false;
@@ -213,11 +230,11 @@ export class EventStream {
   #flush(): void {
     if (!this.#wanted || this.#state === "ended") return;
     if (this.#queue.length > 0) {
-      const text = this.#queue.length === 1 ? this.#queue[0]! : this.#queue.join("");
+      const bytes = this.#queue.length === 1 ? this.#queue[0]! : Buffer.concat(this.#queue, this.#queuedBytes);
       this.#queue = [];
       this.#queuedBytes = 0;
       this.#wanted = false;
-      this.#controller.enqueue(encoder.encode(text));
+      this.#controller.enqueue(bytes);
       return;
     }
     if (this.#state === "closing") {
