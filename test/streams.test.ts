@@ -9,6 +9,7 @@ import { ReplayLog } from "../src/streams/replay-log.js";
 import { StreamHub } from "../src/streams/hub.js";
 import { streamsDatabaseUrl } from "../src/streams/broker.js";
 import { captureLogs } from "./helpers/logs.js";
+import { definePrometheus } from "../src/metrics/index.js";
 
 const decoder = new TextDecoder();
 
@@ -250,5 +251,22 @@ describe("KEELSON_STREAMS_DATABASE_URL", () => {
       if (before === undefined) delete process.env.KEELSON_STREAMS_DATABASE_URL;
       else process.env.KEELSON_STREAMS_DATABASE_URL = before;
     }
+  });
+});
+
+describe("keelson_open_streams", () => {
+  it("counts the open event streams of a route in the Prometheus exposition", async () => {
+    const app = new App({ logger: captureLogs().logger, disableHealth: true });
+    const prometheus = definePrometheus({ defaultMetrics: false, cluster: false });
+    app.use(prometheus);
+    app.route(sse("/feed", () => {}));
+    apps.push(app);
+    const response = await app.request("/feed");
+    const reader = response.body!.getReader();
+    await readUntil(reader, /retry/);
+    expect(await prometheus.readExposition()).toMatch(/^keelson_open_streams\{kind="sse",route="\/feed"\} 1$/m);
+    await reader.cancel();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await prometheus.readExposition()).toMatch(/^keelson_open_streams\{kind="sse",route="\/feed"\} 0$/m);
   });
 });
