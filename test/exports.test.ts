@@ -110,6 +110,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "EventStreamHandler",
         "EventStreamOptions",
         "FieldError",
+        "FormLimits",
         "Handler",
         "HandlerResult",
         "HealthChecker",

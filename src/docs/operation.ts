@@ -112,10 +112,13 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
     return errorResponse(status, doc.description ?? STATUS_CODES[status] ?? "Error", known?.code);
   }
   const response: OpenAPIResponse = { description: doc.description ?? STATUS_CODES[status] ?? "Response" };
-  if (doc.schema && !EMPTY_STATUSES.has(status)) {
-    response.content = { [doc.contentType ?? "application/json"]: { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
-  } else if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
-    response.content = { [doc.contentType]: { schema: { type: "string" } } };
+  if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
+    const declared = doc.schema ? ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} : undefined;
+    // Without a schema: text (an event stream, CSV) is a string, anything else binary.
+    const schemaOf = (type: string) => declared ?? (type.startsWith("text/") ? { type: "string" } : { type: "string", format: "binary" });
+    response.content = Object.fromEntries((Array.isArray(doc.contentType) ? doc.contentType : [doc.contentType]).map((type) => [type, { schema: schemaOf(type) }]));
+  } else if (doc.schema && !EMPTY_STATUSES.has(status)) {
+    response.content = { "application/json": { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
   }
   return response;
 }
@@ -197,7 +200,8 @@ export function routeOperation(route: Route, path: string, ctx: OperationContext
   if (parameters.length > 0) operation.parameters = parameters;
   if (o.body) {
     const schema = ctx.schemas.add(o.body, "input", `${id}Body`) ?? {};
-    operation.requestBody = { required: !acceptsUndefined(o.body), content: { "application/json": { schema } } };
+    const media = o.bodyType === "form" ? ["multipart/form-data", "application/x-www-form-urlencoded"] : ["application/json"];
+    operation.requestBody = { required: !acceptsUndefined(o.body), content: Object.fromEntries(media.map((type) => [type, { schema }])) };
   }
   return { ...operation, operationId: id, responses: responsesOf(route, params.length > 0, contracts, ctx, id) };
 }
