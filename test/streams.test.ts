@@ -189,6 +189,15 @@ describe("sse() through app.request()", () => {
     expect((await closing).clean).toBe(true);
   });
 
+  it("ends a stream opened once the drain has begun at once, with the final event", async () => {
+    const { logger } = captureLogs();
+    const app = new App({ logger, disableHealth: true });
+    app.route(sse("/feed", () => {}));
+    await app.close();
+    const response = await app.request("/feed");
+    expect(await response.text()).toBe('retry: 1000\n\nevent: shutdown\nretry: 1000\ndata: {"reconnect":true}\n\n');
+  });
+
   it("answers a plain GET on a WebSocket route with 426", async () => {
     const app = new App({ logger: captureLogs().logger, disableHealth: true });
     app.route(websocket("/ws", { open: () => {} }));
