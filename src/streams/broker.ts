@@ -10,6 +10,8 @@ import { ReplayLog } from "./replay-log.js";
 export interface Broker {
   publish(channel: string, data: string, replayEvents: number): Promise<string>;
   replay(channel: string, lastEventId: string): Promise<Replay>;
+  /** This process has subscribers of `channel` from now on (`true`), or none any more (`false`). */
+  interest?(channel: string, subscribed: boolean): void;
 }
 
 /** Numbers and buffers events in this process's memory, and delivers them at once. */

@@ -1,6 +1,6 @@
 import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed, type Replay } from "./event.js";
-import { streamsEvent, streamsPublish, streamsReplay } from "./ipc.js";
+import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { DEFAULT_MAX_CHANNELS, DEFAULT_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
 
@@ -87,7 +87,10 @@ export class StreamHub {
     const broker = this.#connect();
     const subscription: Subscription = { sink, pending: lastEventId === undefined ? undefined : [], active: true, last: undefined };
     let set = this.#subscribers.get(channel);
-    if (set === undefined) this.#subscribers.set(channel, (set = new Set()));
+    if (set === undefined) {
+      this.#subscribers.set(channel, (set = new Set()));
+      broker.interest?.(channel, true);
+    }
     set.add(subscription);
     if (lastEventId !== undefined) {
       broker.replay(channel, lastEventId).then(
@@ -98,7 +101,10 @@ export class StreamHub {
     return () => {
       subscription.active = false;
       set.delete(subscription);
-      if (set.size === 0 && this.#subscribers.get(channel) === set) this.#subscribers.delete(channel);
+      if (set.size === 0 && this.#subscribers.get(channel) === set) {
+        this.#subscribers.delete(channel);
+        broker.interest?.(channel, false);
+      }
     };
   }
 
@@ -152,6 +158,7 @@ export class StreamHub {
     return {
       publish: async (channel, data, replayEvents) => (await primary.request(streamsPublish, { channel, data, replayEvents }, IPC_TIMEOUT_MS)).id,
       replay: (channel, lastEventId) => primary.request(streamsReplay, { channel, lastEventId }, IPC_TIMEOUT_MS),
+      interest: (channel, subscribed) => void primary.send(streamsInterest, { channel, subscribed }),
     };
   }
 }

@@ -13,7 +13,14 @@ import type { ChannelEvent, Replay } from "./event.js";
  */
 export const streamsPublish = defineIpcRequest<{ channel: string; data: string; replayEvents: number }, { id: string }>("streams:publish");
 
-/** Primary → every ready worker: an event to deliver to its subscribers of the channel. */
+/**
+ * Worker → primary: the worker has subscribers of `channel` from now on, or none any more. The
+ * primary sends a channel's events only to the workers that have subscribers of it. Sent before the
+ * replay request of the same subscription, on the same ordered channel: nothing falls in between.
+ */
+export const streamsInterest = defineIpcMessage<{ channel: string; subscribed: boolean }>("streams:interest");
+
+/** Primary → every worker with subscribers of the channel: an event to deliver to them. */
 export const streamsEvent = defineIpcMessage<ChannelEvent>("streams:event");
 
 /** Worker → primary: the buffered events of `channel` after `lastEventId`. */

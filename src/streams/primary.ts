@@ -2,26 +2,34 @@ import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
 import type { ChannelEvent } from "./event.js";
 import { checkChannel } from "./event.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
-import { streamsEvent, streamsPublish, streamsReplay } from "./ipc.js";
+import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
 import { ReplayLog } from "./replay-log.js";
 
 const MAX_REPLAY_EVENTS = 100_000;
 
 /**
  * The pod's stream broker, in the primary: it numbers each channel's events, keeps the replay
- * buffers, and sends every event to every worker that is starting, ready or draining (a draining
- * worker's clients get what is published until their stream ends). One IPC message per worker
- * per event, whatever the number of subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
+ * buffers, and sends every event to every worker (starting, ready or draining: a draining worker's
+ * clients get what is published until their stream ends) that has subscribers of its channel
+ * (`streams:interest`). One IPC message per such worker per event, whatever the number of
+ * subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
  * numbering and the buffers are in PostgreSQL, shared by every pod (postgres-store.ts).
  */
-export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "finished" | "fail">): void {
-  const workers = new Set<FeatureWorker>();
+export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "onMessage" | "finished" | "fail">): void {
+  // The channels each live worker has subscribers of.
+  const interests = new Map<FeatureWorker, Set<string>>();
   host.onWorker((worker) => {
-    workers.add(worker);
-    void worker.exited.then(() => workers.delete(worker));
+    interests.set(worker, new Set());
+    void worker.exited.then(() => interests.delete(worker));
+  });
+  host.onMessage(streamsInterest, ({ channel, subscribed }, worker) => {
+    const channels = interests.get(worker);
+    if (channels === undefined || typeof channel !== "string") return;
+    if (subscribed === true) channels.add(channel);
+    else channels.delete(channel);
   });
   const broadcast = (event: ChannelEvent) => {
-    for (const worker of workers) worker.channel.send(streamsEvent, event);
+    for (const [worker, channels] of interests) if (channels.has(event.channel)) worker.channel.send(streamsEvent, event);
   };
   let broker: Broker | undefined;
   const url = streamsDatabaseUrl();
