@@ -217,10 +217,11 @@ describe("sse() through app.request()", () => {
   });
 
   it("refuses bad options and bad publishes with the option's name and value", async () => {
-    expect(() => sse("/x", { maxQueuedBytes: 0 }, () => {})).toThrow(/maxQueuedBytes: 0/);
-    expect(() => sse("/x", { heartbeatMs: -1 }, () => {})).toThrow(/heartbeatMs: -1/);
-    expect(() => websocket("/x", { maxQueuedBytes: 1.5 }, {})).toThrow(/maxQueuedBytes: 1.5/);
-    expect(() => configureStreams({ replayEvents: -1 })).toThrow(/replayEvents: -1/);
+    expect(() => sse("/x", { maxQueuedBytes: 0 }, () => {})).toThrow("maxQueuedBytes must be an integer >= 1, got 0");
+    expect(() => sse("/x", { heartbeatMs: -1 }, () => {})).toThrow("heartbeatMs must be an integer from 0 to 2147483647, got -1");
+    expect(() => sse("/x", { retryMs: Number.NaN }, () => {})).toThrow("retryMs must be an integer from 0 to 2147483647, got NaN");
+    expect(() => websocket("/x", { maxQueuedBytes: 1.5 }, {})).toThrow("maxQueuedBytes must be an integer >= 1, got 1.5");
+    expect(() => configureStreams({ replayEvents: -1 })).toThrow("replayEvents must be an integer from 0 to 100000, got -1");
     await expect(publish("", 1)).rejects.toThrow(/invalid stream channel ""/);
     await expect(publish("c", undefined)).rejects.toThrow(/not a JSON value/);
     await expect(publish("c", "x".repeat(70_000))).rejects.toThrow(/over the maxMessageBytes limit of 65536/);

@@ -1,3 +1,4 @@
+import { MS_FROM_0, checkOptionalNumber } from "../checks.js";
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
@@ -58,12 +59,9 @@ function dataLines(data: unknown): string {
 }
 
 export function validateEventStreamOptions(options: EventStreamOptions): void {
-  for (const name of ["maxQueuedBytes", "heartbeatMs", "retryMs"] as const) {
-    const value = options[name];
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < (name === "maxQueuedBytes" ? 1 : 0))) {
-      throw new TypeError(`invalid event stream option ${name}: ${String(value)} (expected an integer >= ${name === "maxQueuedBytes" ? 1 : 0})`);
-    }
-  }
+  checkOptionalNumber(options.maxQueuedBytes, "maxQueuedBytes", { integer: true, min: 1 });
+  checkOptionalNumber(options.heartbeatMs, "heartbeatMs", { ...MS_FROM_0, integer: true });
+  checkOptionalNumber(options.retryMs, "retryMs", { ...MS_FROM_0, integer: true });
   if (options.onShutdown !== undefined && typeof options.onShutdown !== "function") {
     throw new TypeError(`invalid event stream option onShutdown: ${typeof options.onShutdown} (expected a function)`);
   }

@@ -1,8 +1,9 @@
+import { checkOptionalNumber } from "../checks.js";
 import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed, type Replay } from "./event.js";
 import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
-import { DEFAULT_MAX_CHANNELS, DEFAULT_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
+import { DEFAULT_MAX_CHANNELS, DEFAULT_REPLAY_EVENTS, MAX_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
 
 /** Where a subscription delivers: a stream or a WebSocket of this process. */
 export interface ChannelSink {
@@ -34,11 +35,6 @@ interface Subscription {
 }
 
 
-function checkLimit(name: string, value: unknown, min: number): void {
-  if (value !== undefined && (!Number.isSafeInteger(value) || (value as number) < min)) {
-    throw new TypeError(`invalid streams option ${name}: ${String(value)} (expected an integer >= ${min})`);
-  }
-}
 
 /**
  * The process's channels: its subscribers by channel, and the broker that numbers events. Under
@@ -53,9 +49,9 @@ export class StreamHub {
   };
 
   configure(options: StreamsOptions): void {
-    checkLimit("replayEvents", options.replayEvents, 0);
-    checkLimit("maxChannels", options.maxChannels, 1);
-    checkLimit("maxMessageBytes", options.maxMessageBytes, 1);
+    checkOptionalNumber(options.replayEvents, "replayEvents", { integer: true, min: 0, max: MAX_REPLAY_EVENTS });
+    checkOptionalNumber(options.maxChannels, "maxChannels", { integer: true, min: 1 });
+    checkOptionalNumber(options.maxMessageBytes, "maxMessageBytes", { integer: true, min: 1 });
     if (this.#broker !== undefined && options.maxChannels !== undefined) {
       throw new Error("configureStreams({ maxChannels }) must come before the first publish or subscribe");
     }

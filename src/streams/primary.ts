@@ -3,9 +3,8 @@ import type { ChannelEvent } from "./event.js";
 import { checkChannel } from "./event.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
-import { ReplayLog } from "./replay-log.js";
+import { MAX_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
 
-const MAX_REPLAY_EVENTS = 100_000;
 
 /**
  * The pod's stream broker, in the primary: it numbers each channel's events, keeps the replay

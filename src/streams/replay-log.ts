@@ -12,6 +12,8 @@ export interface ReplayLimits {
 
 export const DEFAULT_REPLAY_EVENTS = 1000;
 export const DEFAULT_MAX_CHANNELS = 10_000;
+/** The largest replay buffer a channel may ask for. */
+export const MAX_REPLAY_EVENTS = 100_000;
 
 interface Channel {
   seq: number;

@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { setWebSocketHooks } from "crossws";
+import { checkOptionalNumber } from "../checks.js";
 import type { HandlerContext } from "../http/context.js";
 import { Route, type PathParams, type RawQuery, type RouteOptions } from "../http/route.js";
 import { EventStream, eventStreamConnection, validateEventStreamOptions, type EventStreamOptions } from "./event-stream.js";
@@ -117,10 +118,7 @@ type DefineWebSocket = {
 export const websocket: DefineWebSocket = ((path: string, a: object, b?: object) => {
   const hasOptions = b !== undefined;
   const [wsOptions, routeOptions] = split((hasOptions ? a : {}) as WebSocketOptions & RouteOptions, ["maxQueuedBytes"] as const);
-  const maxQueuedBytes = wsOptions.maxQueuedBytes ?? DEFAULT_WS_MAX_QUEUED_BYTES;
-  if (!Number.isSafeInteger(maxQueuedBytes) || maxQueuedBytes < 1) {
-    throw new TypeError(`invalid WebSocket option maxQueuedBytes: ${String(wsOptions.maxQueuedBytes)} (expected an integer >= 1)`);
-  }
+  const maxQueuedBytes = checkOptionalNumber(wsOptions.maxQueuedBytes, "maxQueuedBytes", { integer: true, min: 1 }) ?? DEFAULT_WS_MAX_QUEUED_BYTES;
   const handler = (hasOptions ? b : a) as WebSocketHandler<unknown, unknown> | WebSocketHooks;
   if (typeof handler !== "function" && (typeof handler !== "object" || handler === null)) {
     throw new TypeError(`websocket("${path}"): expected a handler function or a hooks object`);
