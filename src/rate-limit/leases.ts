@@ -108,16 +108,24 @@ export class Leases {
     return { key, limit, windowMs, algorithm, now, want: batch };
   }
 
+  async #refill(key: string, lease: Lease): Promise<void> {
+    const now = this.#policy.clock();
+    const taking = this.#store.take(this.#takeOf(key, now));
+    let grant: RateLimitGrant;
+    try {
+      grant = await withTimeout(taking, this.#policy.timeoutMs);
+    } catch (error) {
+      // Units the store grants after the wait are counted as used there: spend them, do not lose them.
+      taking.then((late) => void (lease.left += late.granted), () => {});
+      throw error;
+    }
+    this.#apply(lease, grant, now);
+  }
+
   #apply(lease: Lease, grant: RateLimitGrant, now: number): void {
     lease.left += grant.granted;
     lease.remaining = grant.remaining;
     lease.deniedUntil = grant.granted > 0 ? 0 : now + Math.max(1, grant.retryMs);
-  }
-
-  async #refill(key: string, lease: Lease): Promise<void> {
-    const now = this.#policy.clock();
-    const grant = await withTimeout(this.#store.take(this.#takeOf(key, now)), this.#policy.timeoutMs);
-    this.#apply(lease, grant, now);
   }
 
   /** Drops leases of past windows, at most once per window length. */
