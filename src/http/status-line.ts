@@ -14,7 +14,8 @@ const PENDING = Symbol("keelson.pendingHeaders");
  * path, removing and re-adding (and re-validating) every header of the response one by one. The
  * bag's pairs are put in front of the response's own in the array `writeHead` is given, so it
  * takes the path of a response with no headers set beforehand. The response's own header of the
- * same name wins, as it does over `setHeader` in node.
+ * same name wins, as it does over `setHeader` in node. `getHeader()` does not see the bag's headers:
+ * nothing in keelson reads them back before the head is written.
  */
 export class StandardReasonResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   /** null: empty. A field from the constructor on, so every response keeps one shape. */
