@@ -72,6 +72,11 @@ describe("headers set before the head (real socket)", () => {
       } catch (error) {
         seen.push((error as NodeJS.ErrnoException).code);
       }
+      try {
+        setPendingHeader(res, "bad name", "x");
+      } catch (error) {
+        seen.push((error as NodeJS.ErrnoException).code);
+      }
       if (req.url === "/array") res.writeHead(200, "", ["x-a", "own", "content-type", "text/plain"]).end("array");
       else if (req.url === "/object") res.writeHead(200, { "X-A": "own", "x-c": "c" }).end("object");
       else if (req.url === "/two-args") res.writeHead(201, ["x-c", "c"]).end("two");
@@ -99,9 +104,9 @@ describe("headers set before the head (real socket)", () => {
     expect([implicit.status, implicit.headers.get("x-a"), implicit.headers.get("x-b")]).toEqual([200, "2", null]);
   });
 
-  it("refuses a bad value where it is set, as setHeader does", () => {
+  it("refuses a bad name or value where it is set, as setHeader does", () => {
     expect(seen.length).toBeGreaterThan(0);
-    expect(new Set(seen)).toEqual(new Set(["ERR_INVALID_CHAR"]));
+    expect(new Set(seen)).toEqual(new Set(["ERR_INVALID_CHAR", "ERR_INVALID_HTTP_TOKEN"]));
   });
 
   it("through an App: CORS on answers, errors and a Response with its own Vary", async () => {

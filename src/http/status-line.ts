@@ -29,14 +29,13 @@ export class StandardReasonResponse<Request extends IncomingMessage = IncomingMe
  */
 export function setPendingHeader(res: object, name: string, value: string): boolean {
   if (!(res instanceof StandardReasonResponse)) return false;
-  const key = name.toLowerCase();
+  const key = headerKey(name);
+  if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${key}"]`), { code: "ERR_INVALID_CHAR" });
   const bag = res[PENDING];
   if (bag === null) {
-    validateHeader(key, value);
     res[PENDING] = [key, value];
     return true;
   }
-  validateHeader(key, value);
   for (let i = 0; i < bag.length; i += 2) {
     if (bag[i] === key) {
       bag[i + 1] = value;
@@ -65,9 +64,18 @@ export function removePendingHeader(res: object, name: string): void {
 const TOKEN = /^[\^_`a-zA-Z\-0-9!#$%&'*+.|~]+$/;
 const INVALID_VALUE = /[^\t\x20-\x7e\x80-\xff]/;
 
-function validateHeader(name: string, value: string): void {
-  if (!TOKEN.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: "ERR_INVALID_HTTP_TOKEN" });
-  if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${name}"]`), { code: "ERR_INVALID_CHAR" });
+/** Checked, lower-cased names: keelson sets the same few on every request. Bounded, for names made at run time. */
+const KEYS = new Map<string, string>();
+const MAX_KEYS = 256;
+
+function headerKey(name: string): string {
+  let key = KEYS.get(name);
+  if (key === undefined) {
+    if (!TOKEN.test(name)) throw Object.assign(new TypeError(`Header name must be a valid HTTP token ["${name}"]`), { code: "ERR_INVALID_HTTP_TOKEN" });
+    key = name.toLowerCase();
+    if (KEYS.size < MAX_KEYS) KEYS.set(name, key);
+  }
+  return key;
 }
 
 /** Whether `headers` (a flat name/value array) has `name`; its names may be in any case. */
