@@ -1,6 +1,7 @@
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
 import type { Logger } from "./logging/logger.js";
+import { joinPath } from "./http/path.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
@@ -108,3 +109,36 @@ export const DEFAULT_DOCS_VERSION = "1.0.0";
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_HEALTH_TIMEOUT = 500;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
+
+/** KConfig with every default applied. */
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+  serviceName: string;
+  version: string;
+  host: string | undefined;
+  docs: DocsConfig & { path: string; title: string; version: string };
+}
+
+const ENVS: readonly Env[] = ["development", "staging", "production"];
+
+/** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
+export function resolveConfig(config: KConfig): ResolvedConfig {
+  const envPort = process.env.PORT === undefined || process.env.PORT === "" ? undefined : Number(process.env.PORT);
+  const nodeEnv = process.env.NODE_ENV as Env | undefined;
+  const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
+  const serviceName = config.serviceName ?? "keelson-service";
+  return {
+    serviceName,
+    version: config.version ?? docsVersion,
+    port: config.port ?? envPort ?? DEFAULT_PORT,
+    host: config.host,
+    env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
+    disableHealth: config.disableHealth ?? false,
+    docs: {
+      ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+    },
+    bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
+    shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    shutdownDelay: config.shutdownDelay ?? 0,
+  };
+}

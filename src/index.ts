@@ -1,4 +1,4 @@
-export { App, type ResolvedConfig } from "./app.js";
+export { App, Group, type Module, type ResolvedConfig, type Router } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
 export { HandlerContext, type ContextServices } from "./http/context.js";
@@ -8,7 +8,7 @@ export {
   serviceUnavailable, tooManyRequests, unauthorized, validationError,
   type ErrorCode, type ErrorCodeInfo, type FieldError,
 } from "./errors.js";
-export { Group, joinPath, type Module, type Router } from "./group.js";
+export { joinPath } from "./http/path.js";
 export { checkHealth, type HealthReport } from "./health.js";
 export {
   UNMATCHED_ROUTE, noopTracer,

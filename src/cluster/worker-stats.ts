@@ -1,6 +1,5 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from "node:perf_hooks";
-import { defineIpcMessage } from "./ipc.js";
-import type { PrimaryChannel } from "./worker-link.js";
+import { defineIpcMessage, type PrimaryChannel } from "./ipc.js";
 
 /** One worker's load, sent to the primary every heartbeat period for `keelson status`. */
 export interface WorkerStats {

@@ -1,6 +1,9 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Middleware } from "h3";
 import type { HandlerContext } from "./context.js";
+import type { RawQuery } from "./query.js";
+
+export type { RawQuery } from "./query.js";
 
 /** Methods a keelson route can declare. */
 export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -47,11 +50,6 @@ export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
 
-/**
- * Raw query: a repeated key becomes an array. A prototype-free object: `constructor`, `toString`
- * and `__proto__` are keys like any other, and a key that was not sent is `undefined`.
- */
-export type RawQuery = Record<string, string | string[]>;
 
 /** The handler's return: a JSON value (200), `created(v)` (201), `noContent()` (204), or a Response. */
 export type HandlerResult = unknown;

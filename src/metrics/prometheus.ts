@@ -1,8 +1,9 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
-import type { Module, Router } from "../group.js";
+import type { Module, Router } from "../app.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../http/headers.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import type { PrimaryChannel } from "../cluster/ipc.js";
+import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { get } from "../http/route.js";
 import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { openMetricsListener, type MetricsListener } from "./listener.js";

@@ -1,7 +1,44 @@
 import type { H3Event } from "h3";
-import type { RateLimitOptions } from "./rate-limit.js";
 import type { Verdict } from "./leases.js";
-import type { RateLimitAlgorithm } from "./window.js";
+import type { RateLimitAlgorithm, RateLimitStore } from "./window.js";
+
+/** Options of `rateLimit()`. */
+export interface RateLimitOptions {
+  /** Requests allowed per key per window. */
+  limit: number;
+  /** The window length, ms. */
+  windowMs: number;
+  /** `"fixed"` (default): counts reset when the window ends. `"sliding"`: the previous window still weighs in proportionally. */
+  algorithm?: RateLimitAlgorithm;
+  /**
+   * The policy's name in the `RateLimit-Policy` header and in the store's keys (default
+   * `"<limit>-in-<window>"`, e.g. `"100-in-60s"`). Limiters with the same name and store count together.
+   */
+  name?: string;
+  /** The key a request counts against. Default: the client's address (see `trustedProxies`). */
+  key?: (event: H3Event) => string;
+  /**
+   * How many reverse proxies you run in front of the service, each appending to
+   * `X-Forwarded-For` (default 0: the socket's peer address is the client). The client is the
+   * entry that many from the right; entries further left are whatever the client sent and are never trusted.
+   */
+  trustedProxies?: number;
+  /**
+   * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
+   * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
+   */
+  store?: RateLimitStore;
+  /** The largest lease taken from the store at once (default 10; 1 asks the store on every request). */
+  batch?: number;
+  /** How long a request waits for the store, ms (default 1000). */
+  storeTimeoutMs?: number;
+  /** A store that fails or is late: `"allow"` (default) serves the request, `"reject"` answers 503. */
+  onStoreError?: "allow" | "reject";
+  /** Also limit `GET /health` (default false: a liveness probe must never be refused). */
+  limitHealth?: boolean;
+  /** The time, ms since the epoch (default `Date.now`); for tests. */
+  clock?: () => number;
+}
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 

@@ -5,59 +5,11 @@ import { errorResponse } from "../http/error-response.js";
 import { setResponseHeader } from "../http/headers.js";
 import { Leases, type Verdict } from "./leases.js";
 import { primaryRateLimitStore } from "./ipc.js";
-import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
+import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitStore, type RateLimitTake } from "./window.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
-import { clientAddress, rateLimitHeaders, validateRateLimitOptions } from "./options.js";
+import { clientAddress, rateLimitHeaders, validateRateLimitOptions, type RateLimitOptions } from "./options.js";
 
-export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake };
-
-/**
- * Where a limiter's counts live. `take` grants up to `want` units of a key's budget atomically
- * (never more than is left); keelson ships the in-memory store, the supervisor's (automatic
- * under `keelson start`) and `defineSQLRateLimitStore` (keelson/sql). A Redis store implements
- * the same one method (e.g. a Lua script doing the same arithmetic as the SQL upsert).
- */
-export interface RateLimitStore {
-  take(take: RateLimitTake): Promise<RateLimitGrant>;
-}
-
-/** Options of `rateLimit()`. */
-export interface RateLimitOptions {
-  /** Requests allowed per key per window. */
-  limit: number;
-  /** The window length, ms. */
-  windowMs: number;
-  /** `"fixed"` (default): counts reset when the window ends. `"sliding"`: the previous window still weighs in proportionally. */
-  algorithm?: RateLimitAlgorithm;
-  /**
-   * The policy's name in the `RateLimit-Policy` header and in the store's keys (default
-   * `"<limit>-in-<window>"`, e.g. `"100-in-60s"`). Limiters with the same name and store count together.
-   */
-  name?: string;
-  /** The key a request counts against. Default: the client's address (see `trustedProxies`). */
-  key?: (event: H3Event) => string;
-  /**
-   * How many reverse proxies you run in front of the service, each appending to
-   * `X-Forwarded-For` (default 0: the socket's peer address is the client). The client is the
-   * entry that many from the right; entries further left are whatever the client sent and are never trusted.
-   */
-  trustedProxies?: number;
-  /**
-   * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
-   * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
-   */
-  store?: RateLimitStore;
-  /** The largest lease taken from the store at once (default 10; 1 asks the store on every request). */
-  batch?: number;
-  /** How long a request waits for the store, ms (default 1000). */
-  storeTimeoutMs?: number;
-  /** A store that fails or is late: `"allow"` (default) serves the request, `"reject"` answers 503. */
-  onStoreError?: "allow" | "reject";
-  /** Also limit `GET /health` (default false: a liveness probe must never be refused). */
-  limitHealth?: boolean;
-  /** The time, ms since the epoch (default `Date.now`); for tests. */
-  clock?: () => number;
-}
+export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake };
 
 /**
  * A rate-limit middleware: each key gets `limit` requests per `windowMs`; the rest get 429

@@ -1,5 +1,5 @@
 import { capacityOf, leaseSize, retryMsOf, windowOf, type RateLimitGrant, type RateLimitTake } from "./window.js";
-import type { RateLimitStore } from "./rate-limit.js";
+import type { RateLimitStore } from "./window.js";
 import type { SQLDatabase } from "../sql/database.js";
 
 /** Options of `defineSQLRateLimitStore()`. */

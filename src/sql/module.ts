@@ -1,4 +1,4 @@
-import type { Module } from "../group.js";
+import type { Module } from "../app.js";
 import type { HealthChecker } from "../integrations.js";
 import type { SQLDatabase } from "./database.js";
 
