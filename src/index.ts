@@ -1,15 +1,14 @@
 export { App, Group, type Module, type ResolvedConfig, type Router } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
-export { HandlerContext, type ContextServices } from "./http/context.js";
+export { HandlerContext } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
 export {
   ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
   serviceUnavailable, tooManyRequests, unauthorized, validationError,
   type ErrorCode, type ErrorCodeInfo, type FieldError,
 } from "./errors.js";
-export { joinPath } from "./http/path.js";
-export { checkHealth, type HealthReport } from "./health.js";
+export type { HealthReport } from "./health.js";
 export {
   UNMATCHED_ROUTE, noopTracer,
   type HealthChecker, type MetricsCollector, type RequestSpanEnd, type Scheduler, type ShutdownHook, type Span,
@@ -32,6 +31,6 @@ export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export {
   Route, del, get, patch, post, put,
-  type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
+  type Controller, type Handler, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,
 } from "./http/route.js";

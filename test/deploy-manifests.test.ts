@@ -11,7 +11,7 @@ const K8S = join(ROOT, "docker/k8s");
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
 /** The supervisor SIGKILLs a worker still draining this long after its budget. */
 const KILL_MARGIN = resolveOptions({ entry: "x", workers: 1 }).killMargin;
-/** What a cluster scrape may wait for one worker (definePrometheus' clusterTimeoutMs default). */
+/** What a cluster scrape may wait for one worker (createPrometheus' clusterTimeoutMs default). */
 const CLUSTER_SCRAPE_TIMEOUT = 2000;
 
 type Labels = Record<string, string>;

@@ -49,7 +49,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "UNMATCHED_ROUTE",
         "badRequest",
         "buildOpenAPIDocument",
-        "checkHealth",
         "conflict",
         "createError",
         "created",
@@ -60,7 +59,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "get",
         "internal",
         "isKError",
-        "joinPath",
         "json",
         "newLogger",
         "newLoggerWithFormat",
@@ -85,7 +83,6 @@ describe("the keelson barrel (src/index.ts)", () => {
   it("exports exactly these type-only names", () => {
     expect(typeOnlyExports()).toMatchInlineSnapshot(`
       [
-        "ContextServices",
         "Controller",
         "CorsConfig",
         "DocsConfig",
@@ -97,7 +94,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "ErrorCodeInfo",
         "FieldError",
         "Handler",
-        "HandlerResult",
         "HealthChecker",
         "HealthReport",
         "Job",
@@ -144,7 +140,7 @@ describe("the keelson barrel (src/index.ts)", () => {
   });
 
   it("exports no internal helper", () => {
-    const internal = ["compileRoute", "readJSONBody", "createCors", "toKError", "errorResponse", "negotiateLanguage", "Lifecycle", "RequestState", "Sink"];
+    const internal = ["compileRoute", "readJSONBody", "createCors", "toKError", "errorResponse", "negotiateLanguage", "Lifecycle", "RequestState", "Sink", "joinPath", "checkHealth"];
     for (const name of internal) expect(keelson).not.toHaveProperty(name);
   });
 });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RateLimitTake } from "../src/index.js";
-import { defineSQLRateLimitStore, openPostgres, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLRateLimitStore, openPostgres, type SQLDatabase } from "../src/sql/index.js";
 import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
 import { hitMany } from "./helpers/hits.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
@@ -56,7 +56,7 @@ describe("PostgreSQL", () => {
     const url = await pg.createDatabase();
     const dbs = [openPostgres({ url, max: 4 }), openPostgres({ url, max: 4 })];
     opened.push(...dbs);
-    return dbs.map((db) => defineSQLRateLimitStore(db));
+    return dbs.map((db) => createSQLRateLimitStore(db));
   };
 
   it("concurrent leases from two pools never grant more than the limit, and shrink near the end", async () => {

@@ -2,8 +2,9 @@ import type { H3Event, Middleware } from "h3";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
-  App, Group, del, get, joinPath, post, unauthorized, type Controller, type Module, type Router,
+  App, Group, del, get, post, unauthorized, type Controller, type Module, type Router,
 } from "../src/index.js";
+import { joinPath } from "../src/http/path.js";
 import { describeBoth } from "./helpers/both.js";
 import { captureLogs, requestLine } from "./helpers/logs.js";
 

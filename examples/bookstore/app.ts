@@ -1,7 +1,7 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
-import { defineDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { createDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";
 
@@ -71,7 +71,7 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
   setupTelemetry(app);
   app.registerScheduler(new HeartbeatScheduler());
   // /health runs SELECT 1; the connection closes in a shutdown hook.
-  app.use(defineDatabaseModule(database));
+  app.use(createDatabaseModule(database));
   app.group("/api", apiVersion).use(booksModule(database));
   app.route(
     get("/hello", { query: HelloQuery, responses: { 200: Greeting } }, (ctx) => ({

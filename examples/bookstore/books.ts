@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
 import { created, del, get, notFound, post, put, type Controller, type Module, type Repository, type Route } from "../../src/index.js";
-import { defineSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
+import { createSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
 
 export const Book = z
   .object({
@@ -42,7 +42,7 @@ const SEED: Book[] = [
  * database, however many workers start at once.
  */
 export function defineBooksRepository(db: SQLDatabase) {
-  return defineSQLRepository<Book>(db, {
+  return createSQLRepository<Book>(db, {
     table: "books",
     columns: { id: "text", title: "text", author: "text", year: "integer?" },
     seed: SEED,

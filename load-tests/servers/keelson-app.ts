@@ -2,8 +2,8 @@
 import * as fs from "node:fs";
 import { z } from "zod";
 import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
-import { definePrometheus } from "../../src/metrics/index.js";
-import { otelTracer } from "../../src/tracing/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
+import { createOtelTracer } from "../../src/tracing/index.js";
 import { announceReady, book, createdBook, HOST, logFile, port, waitUntilAccepting } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
@@ -17,8 +17,8 @@ const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.strin
 export function buildApp(): App {
   const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
   const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
-  app.use(definePrometheus());
-  app.setTracer(otelTracer());
+  app.use(createPrometheus());
+  app.setTracer(createOtelTracer());
   app.registerController({
     routes: () => [
       get("/hello", () => ({ hello: "world" })),

@@ -24,5 +24,5 @@ const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcess
 context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
 trace.setGlobalTracerProvider(provider);
 
-// buildApp()'s otelTracer() follows the global provider: registered above, so every request gets a span.
+// buildApp()'s createOtelTracer() follows the global provider: registered above, so every request gets a span.
 await startApp(buildApp());

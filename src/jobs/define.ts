@@ -20,7 +20,7 @@ export interface JobContext {
  * A store shared by several supervisors (pods) that lets one of them claim a tick, so a
  * `runOn: "one"` job runs once per deployment. `claim` resolves true for the first owner of
  * `(job, scheduledAt)`, and again for that same owner (a tick re-run after its worker died).
- * keelson/sql's `defineSQLJobStore(db)` is one.
+ * keelson/sql's `createSQLJobStore(db)` is one.
  */
 export interface JobStore {
   claim(job: string, scheduledAt: Date, owner: string, signal: AbortSignal): Promise<boolean>;

@@ -1,7 +1,7 @@
 import type { JobStore } from "./define.js";
 import type { SQLDatabase } from "../sql/database.js";
 
-/** Options of `defineSQLJobStore()`. */
+/** Options of `createSQLJobStore()`. */
 export interface SQLJobStoreOptions {
   /** The claims table, created on first use. Default `keelson_job_claims`. */
   table?: string;
@@ -18,9 +18,9 @@ const TABLE_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
  *
  * @example
  * const db = openPostgres({ url: process.env.DATABASE_URL! });
- * app.schedule({ name: "invoices", cron: "0 * * * *", store: defineSQLJobStore(db), run: sendInvoices });
+ * app.schedule({ name: "invoices", cron: "0 * * * *", store: createSQLJobStore(db), run: sendInvoices });
  */
-export function defineSQLJobStore(db: SQLDatabase, options: SQLJobStoreOptions = {}): JobStore {
+export function createSQLJobStore(db: SQLDatabase, options: SQLJobStoreOptions = {}): JobStore {
   const table = options.table ?? "keelson_job_claims";
   if (!TABLE_NAME.test(table)) throw new Error(`table must be a lowercase SQL identifier, got ${JSON.stringify(table)}`);
   const [a, b, c] = db.dialect === "postgres" ? ["$1", "$2", "$3"] : ["?", "?", "?"];

@@ -10,7 +10,7 @@ import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 
-/** Settings of `definePrometheus`; every field is optional. */
+/** Settings of `createPrometheus`; every field is optional. */
 export interface PrometheusOptions {
   /** Path of the scrape endpoint (relative to the group it is installed on). Default `/metrics`. */
   path?: string;
@@ -45,7 +45,7 @@ export interface PrometheusOptions {
   serveOnAppPort?: boolean;
 }
 
-/** The module `definePrometheus` returns: install it with `app.use()`. */
+/** The module `createPrometheus` returns: install it with `app.use()`. */
 export interface PrometheusModule extends Module {
   /** The registry served at `path`: register your own prom-client metrics on it. */
   readonly registry: Registry;
@@ -65,7 +65,7 @@ const PRIMARY_REPLY_MARGIN_MS = 1000;
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
  */
-export function definePrometheus(options: PrometheusOptions = {}): PrometheusModule {
+export function createPrometheus(options: PrometheusOptions = {}): PrometheusModule {
   const prefix = options.prefix ?? "";
   const path = options.path ?? "/metrics";
   const registry = options.registry ?? new Registry();

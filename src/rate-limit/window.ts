@@ -35,7 +35,7 @@ export interface RateLimitGrant {
 /**
  * Where a limiter's counts live. `take` grants up to `want` units of a key's budget atomically
  * (never more than is left); keelson ships the in-memory store, the supervisor's (automatic
- * under `keelson start`) and `defineSQLRateLimitStore` (keelson/sql). A Redis store implements
+ * under `keelson start`) and `createSQLRateLimitStore` (keelson/sql). A Redis store implements
  * the same one method (e.g. a Lua script doing the same arithmetic as the SQL upsert).
  */
 export interface RateLimitStore {

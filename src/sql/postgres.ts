@@ -55,7 +55,7 @@ async function run<R extends SQLRow>(sql: Driver | TransactionSql<Record<string,
  *
  * @example
  * const db = openPostgres({ url: process.env.DATABASE_URL! });
- * app.use(defineDatabaseModule(db));
+ * app.use(createDatabaseModule(db));
  */
 export function openPostgres(options: PostgresOptions): SQLDatabase {
   const driver = loadDriver(options);

@@ -16,7 +16,7 @@ import {
 import { OtelSpan, RequestSpan, toException } from "./span.js";
 import { readTraceparent } from "./traceparent.js";
 
-/** Settings of `otelTracer`; with none, spans go to the global TracerProvider. */
+/** Settings of `createOtelTracer`; with none, spans go to the global TracerProvider. */
 export interface OtelTracerOptions {
   /** The OpenTelemetry tracer to use. Default: `tracerProvider.getTracer("keelson", version)`. */
   tracer?: ApiTracer;
@@ -62,7 +62,7 @@ function isApiTracer(value: unknown): value is ApiTracer {
  * continued, and child spans through `ctx.startSpan()` / `app.tracer.startSpan()`.
  * Accepts options or an OpenTelemetry Tracer.
  */
-export function otelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
+export function createOtelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
   const settings: OtelTracerOptions = isApiTracer(options) ? { tracer: options } : options;
   const { tracer, tracerProvider } = settings;
   // Which provider decides whether anything records: a given tracer that is not the API's proxy
