@@ -7,7 +7,7 @@ import ts from "typescript";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../examples/bookstore/app.js";
 import { buildOpenAPIDocument, type OpenAPIDocument } from "../src/index.js";
-import { killAllChildren, spawnChild } from "./helpers/child.js";
+import { killAllChildren, spawnChild } from "../harness/child.js";
 import { listenOn } from "./helpers/listen.js";
 
 const ROOT = resolve(import.meta.dirname, "..");

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { RateLimitTake } from "../src/index.js";
 import { createSQLRateLimitStore, openPostgres, type SQLDatabase } from "../src/sql/index.js";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
 import { hitMany } from "./helpers/hits.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 

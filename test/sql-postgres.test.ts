@@ -3,7 +3,7 @@ import { App } from "../src/index.js";
 import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
 import { captureLogs } from "./helpers/logs.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
-import { delay } from "./helpers/child.js";
+import { delay } from "../harness/child.js";
 
 let pg: TestPostgres;
 let admin: SQLDatabase;

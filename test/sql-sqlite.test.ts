@@ -4,7 +4,7 @@ import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
 import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
-import { spawnChild } from "./helpers/child.js";
+import { spawnChild } from "../harness/child.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const ROOT = resolve(import.meta.dirname, "..");

@@ -1,5 +1,5 @@
 import type { MetricsCollector } from "../integrations.js";
-import { METHOD_LABELS, getMethodIndex } from "./method.js";
+import { METHOD_LABELS, getMethodIndex } from "../http/method.js";
 
 /**
  * Bucket bounds (seconds) advised by the OpenTelemetry semantic conventions for

@@ -7,7 +7,7 @@ import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
 import { readRequestHeader, readSingleRequestHeader } from "../http/headers.js";
 import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
-import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
+import { OTHER_METHOD, normalizeMethod } from "../http/method.js";
 import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL,

@@ -2,11 +2,11 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../src/config.js";
-import { DEFAULT_METRICS_PORT, resolveOptions } from "../supervisor/options.js";
-import { getStageEnv, readDockerfile, readDuration, type Stage } from "./fixtures/deploy-dockerfile.js";
+import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../../src/config.js";
+import { DEFAULT_METRICS_PORT, resolveOptions } from "../../supervisor/options.js";
+import { getStageEnv, readDockerfile, readDuration, type Stage } from "./dockerfile.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const K8S = join(ROOT, "docker/k8s");
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
 /** The supervisor SIGKILLs a worker still draining this long after its budget. */

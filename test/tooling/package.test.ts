@@ -5,8 +5,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
-import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./helpers/pack.js";
+import { freePort, killAllChildren, spawnChild } from "../../harness/child.js";
+import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./pack.js";
 const SLOW = 600_000;
 
 const RECOMMENDED_TSCONFIG = readRecommendedTsconfig();
