@@ -49,7 +49,7 @@ function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Co
 
 /**
  * A route's coercion plan, built on its first request rather than at registration: it converts the
- * schema to JSON Schema (~1 ms a route with zod), which a start-up need not pay for routes not yet called.
+ * schema to JSON Schema (slow with zod), which a start-up need not pay for routes not yet called.
  */
 function lazyCoercer(schema: StandardSchemaV1 | undefined): Coercer | undefined {
   if (!schema) return undefined;

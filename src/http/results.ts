@@ -21,7 +21,7 @@ class FrozenHeaders extends Headers {
 const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
 
 /**
- * h3 builds a new Headers from an HTTPResponse's init on every response (about 1 µs); a JSON
+ * h3 builds a new Headers from an HTTPResponse's init on every response; a JSON
  * response without extra headers shares one frozen instance instead, as h3 does for the values
  * it serializes itself.
  */

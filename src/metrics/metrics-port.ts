@@ -37,7 +37,7 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
   let stopped = false;
   const open = async (): Promise<MetricsListener | undefined> => {
     try {
-      // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
+      // Loaded here, not at the top: node:http makes a process markedly bigger, and a primary whose
       // App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
       const listener = await openMetricsListener({

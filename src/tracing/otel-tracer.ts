@@ -168,7 +168,7 @@ let lastSplit: readonly [hostname: string, port: number | undefined] = ["", unde
 
 /**
  * The host name (lower case) and explicit port of a request URL, read from its `href`. Asking
- * srvx's URL for `hostname` or `port` builds a full WHATWG URL, about 3 µs per request; its
+ * srvx's URL for `hostname` or `port` builds a full WHATWG URL on every request; its
  * `href` and `protocol` are plain strings it already has. IPv6 hosts keep their brackets, as
  * `URL#hostname` does.
  */
