@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 // under the project of what it starts: real sockets in this process, real child processes, a browser.
 // The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
-const socket = ["app", "integrations", "jobs", "metrics", "security-headers", "status-line", "tracing", "validation"];
+const socket = ["app", "auth", "integrations", "jobs", "metrics", "security-headers", "status-line", "tracing", "validation"];
 const process = [
   "bundle", "client", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
   "metrics-cluster", "metrics-merge", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",

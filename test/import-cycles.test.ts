@@ -10,16 +10,6 @@ import { describe, expect, it } from "vitest";
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FOLDERS = ["src", "supervisor", "cli"];
 
-/**
- * Cycles known and owned by another branch, each written `a.ts → b.ts → … → a.ts` as `describeCycle`
- * prints it from its first file in sorted order. Empty when there is none: keep it so.
- */
-const ALLOWED: readonly string[] = [
-  // The supervisor's options ↔ worker pool knot is being opened on branch `sup-units` (issue 22, the
-  // primary's side); the lead removes this line when that branch merges.
-  "supervisor/backoff.ts → supervisor/options.ts → supervisor/memory-limit.ts → supervisor/worker-pool.ts → supervisor/backoff.ts",
-];
-
 /** Every `.ts` file under `folder`, as a path relative to the repository root with `/` separators. */
 function sourcesUnder(folder: string): string[] {
   return readdirSync(join(ROOT, folder), { recursive: true, withFileTypes: true })
@@ -145,8 +135,6 @@ describe("the import graph", () => {
     expect(graph.size).toBeGreaterThan(50);
     expect(graph.get("src/app.ts")?.length).toBeGreaterThan(5);
     const cycles = findCycles(graph).map(describeCycle);
-    expect(cycles.filter((cycle) => !ALLOWED.includes(cycle)), "import cycles (docs/architecture.md: each room imports downwards only)").toEqual([]);
-    // An allowed cycle that is gone is removed from ALLOWED, so it cannot come back unseen.
-    expect(ALLOWED.filter((cycle) => !cycles.includes(cycle))).toEqual([]);
+    expect(cycles, "import cycles (docs/architecture.md: no file imports a file that imports it back)").toEqual([]);
   });
 });

@@ -18,7 +18,7 @@ export interface PrometheusOptions {
   prefix?: string;
   /** prom-client's default process and Node.js metrics. Default true. */
   defaultMetrics?: boolean;
-  /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
+  /** Bucket bounds in seconds. Default: OpenTelemetry's HTTP server advice, `0.005` to `10` (docs/metrics.md). */
   buckets?: readonly number[];
   /** Where metrics are registered; pass prom-client's global `register` to share it. Default: a new Registry. */
   registry?: Registry;
