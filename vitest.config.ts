@@ -5,9 +5,9 @@ import { defineConfig } from "vitest/config";
 // under the project of what it starts: real sockets in this process, real child processes, a browser.
 // The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
-const socket = ["app", "auth", "integrations", "jobs", "metrics", "security-headers", "status-line", "tracing", "validation"];
+const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
+  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
   "metrics-cluster", "metrics-merge", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];

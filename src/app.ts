@@ -275,8 +275,6 @@ export class App implements Router {
     try {
       await Promise.all(this.#startup);
       this.#pipeline.prepare();
-      // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
-      if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);

@@ -150,7 +150,8 @@ export class RequestPipeline {
     if (state && kerror.statusCode >= 500) state.error = original;
     logServerError(this.#logger, event, kerror, original);
     // An oversized body is left unread: close the connection rather than read it to the end.
-    return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
+    const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
+    return errorResponse(kerror, extra);
   }
 }
 

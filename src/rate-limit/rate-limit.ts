@@ -21,9 +21,9 @@ export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, typ
  * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000 })).route(get("/books", list));
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const { name, algorithm, batch, trustedProxies } = validateRateLimitOptions(options);
+  const { name, algorithm, batch, trustedProxies, ipv6Subnet } = validateRateLimitOptions(options);
   const { limit, windowMs } = options;
-  const keyOf = options.key ?? ((event: H3Event) => clientAddress(event, trustedProxies));
+  const keyOf = options.key ?? ((event: H3Event) => clientAddress(event, trustedProxies, ipv6Subnet));
   const reject = options.onStoreError === "reject";
   const policy = `"${name}";q=${limit};w=${Math.ceil(windowMs / 1000)}`;
   let leases: Leases | undefined;

@@ -1,6 +1,7 @@
 import type { Module } from "../app.js";
 import type { HealthChecker } from "../integrations.js";
 import type { SQLDatabase } from "./database.js";
+import { MS_ABOVE_0, checkNumber } from "../checks.js";
 
 /** Options of `createSQLHealthChecker()`. */
 export interface SQLHealthCheckerOptions {
@@ -18,7 +19,7 @@ export interface SQLHealthCheckerOptions {
  * app.registerHealthChecker(createSQLHealthChecker(db, { timeoutMs: 500 }));
  */
 export function createSQLHealthChecker(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): HealthChecker {
-  const timeoutMs = options.timeoutMs ?? 1000;
+  const timeoutMs = checkNumber(options.timeoutMs ?? 1000, "timeoutMs", MS_ABOVE_0);
   return {
     name: options.name ?? "database",
     async check(signal) {
