@@ -7,8 +7,9 @@ import { defineConfig } from "vitest/config";
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
 const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
-  "metrics-cluster", "metrics-merge", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
+  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
+  "repository-contract", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

@@ -62,6 +62,12 @@ const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
 const PRIMARY_REPLY_MARGIN_MS = 1000;
 
 /**
+ * prom-client's default gauges whose names end in `_total` (reserved for counters). Their values
+ * remain as `sum without (type) (nodejs_active_handles)` and likewise for requests and resources.
+ */
+const MISNAMED_DEFAULT_GAUGES = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"] as const;
+
+/**
  * Prometheus metrics as a keelson Module: `http_request_duration_seconds` for every request,
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
@@ -79,7 +85,12 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix });
+    // prom-client also exports these three sums as gauges named like counters, which promtool and
+    // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
+    for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
+  }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
