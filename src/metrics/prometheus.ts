@@ -10,6 +10,8 @@ import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type Metri
 import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
+import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
+import { droppedLogLines } from "../logging/sink.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -17,7 +19,7 @@ export interface PrometheusOptions {
   path?: string;
   /** Prepended to every metric name this module creates (`myapp_`). Default none. */
   prefix?: string;
-  /** prom-client's default process and Node.js metrics. Default true. */
+  /** prom-client's default process and Node.js metrics, and `keelson_log_lines_dropped_total`. Default true. */
   defaultMetrics?: boolean;
   /** Bucket bounds in seconds. Default: OpenTelemetry's HTTP server advice, `0.005` to `10` (docs/metrics.md). */
   buckets?: readonly number[];
@@ -90,6 +92,8 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     // prom-client also exports these three sums as gauges named like counters, which promtool and
     // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
     for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
+    // A process metric like prom-client's: left out with them.
+    registerLogDrops(registry, prefix);
   }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
@@ -179,6 +183,18 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
     },
     observeJob: jobMetrics(registry, prefix),
   };
+}
+
+/** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLogDrops(registry: Registry, prefix: string): Counter {
+  return new Counter({
+    name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
+    // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(droppedLogLines());
+    },
+  });
 }
 
 /** Upper bounds in seconds of `keelson_job_duration_seconds`: jobs take from milliseconds to an hour. */
