@@ -4,7 +4,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { App, get, rateLimit } from "../src/index.js";
-import { createRedisRateLimitStore, openRedis, redisScript, type RedisConnection } from "../src/redis/index.js";
+import { createRedisRateLimitStore, openRedis, defineRedisScript, type RedisConnection } from "../src/redis/index.js";
 import { freePort, killAllChildren } from "../harness/child.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract, take } from "./helpers/rate-limit-contract.js";
 import { startRedis, type TestRedis } from "./helpers/redis.js";
@@ -50,7 +50,7 @@ describe("createRedisRateLimitStore / openRedis", () => {
     expect((await store.take(take())).granted).toBe(3);
     await connection.command(["SCRIPT", "FLUSH"]);
     expect((await store.take(take())).granted).toBe(3);
-    const echo = redisScript("return ARGV[1]");
+    const echo = defineRedisScript("return ARGV[1]");
     expect(await connection.run(echo, [], ["hello"])).toBe("hello");
     // The counter expires when its window no longer counts (two windows after its start): no sweeping.
     const keys = (await connection.command(["KEYS", `test${prefixes}:*`])) as string[];

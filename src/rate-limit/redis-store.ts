@@ -1,6 +1,6 @@
 import { retryMsOf, windowOf, type RateLimitGrant, type RateLimitTake } from "./window.js";
 import type { RateLimitStore } from "./window.js";
-import { redisScript, type RedisConnection } from "../redis/connection.js";
+import { defineRedisScript, type RedisConnection } from "../redis/connection.js";
 
 /** Options of `createRedisRateLimitStore()`. */
 export interface RedisRateLimitStoreOptions {
@@ -13,7 +13,7 @@ export interface RedisRateLimitStoreOptions {
  * the SQL store's upsert). KEYS: this window's count, the previous window's. ARGV: limit, want,
  * the previous window's weight ("" for a fixed window), the count's time to live (ms).
  */
-const TAKE = redisScript(`
+const TAKE = defineRedisScript(`
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local previous = 0
 local capacity = tonumber(ARGV[1])
