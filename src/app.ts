@@ -21,6 +21,7 @@ import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js"
 import { newLogger, type Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
+import { OpenStreams, isWebSocketRoute } from "./streams/open-streams.js";
 
 export type { ResolvedConfig } from "./config.js";
 
@@ -68,7 +69,7 @@ export class App implements Router {
    * `httpEngine.fetch`, which skips the request log line, the metrics and the server span's end.
    */
   readonly fetch: (request: ServerRequest) => Response | Promise<Response>;
-  readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined };
+  readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined; streams: OpenStreams };
   readonly #routes: RegisteredRoute[] = [];
   readonly #checkers: HealthChecker[] = [];
   readonly #schedulers: Scheduler[] = [];
@@ -84,13 +85,16 @@ export class App implements Router {
   constructor(config: KConfig = {}) {
     this.config = resolveConfig(config);
     this.logger = config.logger ?? newLogger(this.config.env === "production");
-    this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined };
+    const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
+    this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
     this.#lifecycle = new Lifecycle({
       logger: this.logger,
       shutdownTimeout: this.config.shutdownTimeout,
       shutdownDelay: this.config.shutdownDelay,
       hooks: this.#hooks,
       inflight: () => this.#pipeline.inflight,
+      streams,
+      websockets: () => this.#routes.some(({ route }) => isWebSocketRoute(route)),
     });
     // Steps 1–4 of the construction order in docs/routing.md: the pipeline starts request logging
     // and CORS in onRequest, panic recovery and the error handler are onError, and the log line is

@@ -121,6 +121,11 @@ export class RequestPipeline {
       // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
       // still one log line and one observation, as for every other request.
       if (state !== undefined) this.inflight--;
+      // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
+      if (state?.stream !== undefined) {
+        void state.stream.then((status) => this.#recordStream(request, state, status));
+        return response;
+      }
       const durationMs = state === undefined ? 0 : performance.now() - state.start;
       const route = context?.matchedRoute?.route;
       const method = request.method;
@@ -136,6 +141,17 @@ export class RequestPipeline {
       console.error("keelson: recording the request failed:", error);
     }
     return response;
+  }
+
+  #recordStream(request: ServerRequest, state: RequestState, status: number): void {
+    try {
+      const durationMs = performance.now() - state.start;
+      const traceId = state.span.traceId;
+      this.#logger.request({ method: request.method, path: state.event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route: state.event.context.matchedRoute?.route, status });
+    } catch (error) {
+      console.error("keelson: recording the request failed:", error);
+    }
   }
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {
