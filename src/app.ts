@@ -35,7 +35,7 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
   serviceName: string;
   version: string;
   host: string | undefined;
-  docs: DocsConfig & { path: string; title: string; version: string };
+  docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
 }
 
 const ENVS: readonly Env[] = ["development", "staging", "production"];
@@ -54,6 +54,8 @@ function resolveConfig(config: KConfig): ResolvedConfig {
     disableHealth: config.disableHealth ?? false,
     docs: {
       ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+      // The document lists the 503 of load shedding on every operation it can hit.
+      ...(config.loadShedding !== undefined && config.loadShedding !== false && { shedsLoad: true }),
     },
     bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
@@ -153,7 +155,7 @@ export class App implements Router {
     // As h3's own serve() does: the routes (and the OpenAPI document built from them) are fixed
     // once the server is up; a route added later is almost always a bug.
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
-    const handler = compileRoute(route, this.#services, this.config.bodyLimit);
+    const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
     this.#routes.push({ method: route.method, path, route, middleware: all });
