@@ -285,8 +285,14 @@ export class App implements Router {
    * Starts the server and resolves once it has shut down (by a signal or `close()`). The first
    * SIGINT/SIGTERM drains it, runs the hooks and exits the process (0 clean, 1 otherwise).
    * Rejects with a one-line reason if startup fails. A second call returns the same promise.
+   * Inside `keelson client` it starts nothing: it hands the App to the command and never settles.
    */
   listen(): Promise<void> {
+    const documentOnly = (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY];
+    if (typeof documentOnly === "function") {
+      (documentOnly as (app: App) => void)(this);
+      return new Promise<void>(doNothing);
+    }
     if (this.#listening === undefined && this.#lifecycle.shutdownStarted) {
       return Promise.reject(new Error("cannot listen: the app was closed"));
     }
@@ -411,3 +417,8 @@ export class App implements Router {
 const noopSpan = noopTracer.startSpan("noop");
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
 const doNothing = (): void => {};
+/**
+ * Set by `keelson client` before it imports an entry: an entry that calls listen() at import hands
+ * its App to the command instead of serving. A registered symbol: the entry may load its own copy of keelson.
+ */
+const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");
