@@ -6,7 +6,7 @@ import { defineConfig } from "vitest/config";
 const socket = ["app", "auth", "integrations", "jobs", "metrics", "response-schema", "security-headers", "status-line", "tracing", "validation"];
 const process = [
   "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
-  "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
+  "metrics-cluster", "metrics-merge", "new-project", "node-version", "openapi-lint", "package", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);
