@@ -88,6 +88,8 @@ export class App implements Router {
   #jobs: JobScheduler | undefined;
   readonly #shedder: LoadShedder | undefined;
   #inflight = 0;
+  /** `app.use(fn)` middleware, in order: every route runs it (see RegisteredRoute.appMiddleware). */
+  readonly #appMiddleware: Middleware[] = [];
   #requests = 0;
   #listening: Promise<void> | undefined;
 
@@ -158,7 +160,7 @@ export class App implements Router {
     const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
-    this.#routes.push({ method: route.method, path, route, middleware: all });
+    this.#routes.push({ method: route.method, path, route, middleware: all, appMiddleware: this.#appMiddleware });
     this.#allow = undefined;
     return this;
   }
@@ -170,7 +172,10 @@ export class App implements Router {
 
   /** Installs a module; an h3 middleware function is added as global middleware instead. */
   use(module: Module | Middleware): this {
-    if (typeof module === "function") this.httpEngine.use(module);
+    if (typeof module === "function") {
+      this.httpEngine.use(module);
+      this.#appMiddleware.push(module);
+    }
     else this.installModule(module, this);
     return this;
   }

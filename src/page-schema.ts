@@ -46,7 +46,7 @@ const LIMIT_DESCRIPTION = `Page size (default ${DEFAULT_LIMIT}; below 1 becomes 
  * The query schema of a paginated list: `page` (default 1) and `limit` (default 20, at most 100),
  * each an integer. Out-of-range values are clamped as `ctx.pagination()` clamps them (page below 1
  * → 1, limit below 1 → 20, above 100 → 100); a value that is not an integer (`?page=two`,
- * `?limit=2.5`, a repeated key) is a 422. Other query keys are dropped: `ctx.query` is `{ page, limit }`.
+ * `?limit=2.5`) is a 422. Other query keys are dropped: `ctx.query` is `{ page, limit }`.
  * Not tied to a schema library: a Standard Schema with its own JSON Schema.
  *
  * @example

@@ -60,13 +60,13 @@ interface Entry {
 function collectEntries(routes: readonly RegisteredRoute[], ctx: OperationContext): Entry[] {
   const seen = new Set<string>();
   const entries: Entry[] = [];
-  for (const { method, path, route, middleware } of routes) {
+  for (const { method, path, route, middleware, appMiddleware = [] } of routes) {
     const key = `${method} ${path}`;
     if (seen.has(key)) continue;
     seen.add(key);
     if (route.options.hidden) continue;
     const health = isHealthRoute(route);
-    const operation = health ? healthOperation() : routeOperation(route, path, ctx, middleware);
+    const operation = health ? healthOperation() : routeOperation(route, path, ctx, [...appMiddleware, ...middleware]);
     entries.push({
       path: toOpenAPIPath(path).path, method: method.toLowerCase() as OpenAPIMethod, operation, explicitId: !health && route.options.operationId !== undefined,
     });
