@@ -12,8 +12,9 @@ export const CLIENT_USAGE = `Usage: keelson client <entry> [--export NAME] [--ou
 Writes DIR/openapi.json (the App's OpenAPI document) and DIR/api.d.ts (TypeScript types of every
 path, parameter, body and response, one type per status code) for openapi-fetch's createClient.
 
-<entry> is a module that builds the App without listening: its export NAME (default "buildApp"),
-else its default export, is an App or a function (no arguments, may be async) returning one.
+<entry> is a module that builds the App: its export NAME (default "buildApp"), else its default
+export, is an App or a function (no arguments, may be async) returning one. An entry that calls
+listen() while imported (a main.ts) is documented without serving: listen() hands the App over.
 --from-url reads the document of a running service instead (e.g. http://localhost:3000/docs/openapi.json).
 
 Options:
@@ -74,9 +75,9 @@ const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");
  */
 async function loadApp(entry: string, exportName: string): Promise<AppLike> {
   const url = entry.startsWith("file:") ? entry : pathToFileURL(isAbsolute(entry) ? entry : resolve(entry)).href;
-  let listened: (app: AppLike) => void = () => {};
-  const listening = new Promise<AppLike>((resolve) => (listened = resolve));
-  (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY] = (app: AppLike) => listened(app);
+  const listening = new Promise<AppLike>((handOver) => {
+    (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY] = handOver;
+  });
   const imported = (import(url) as Promise<Record<string, unknown>>).then((module) => ({ module }));
   const first = await Promise.race([imported, listening.then((app) => ({ app }))]);
   if ("app" in first) return first.app;

@@ -78,7 +78,7 @@ describe("pageOf and pageQuery in the document", () => {
   });
 
   it("names the envelope after its item (BookPage), or as told, or keeps it inline", () => {
-    const schemaOf = (path: string) => (doc.paths[path]!.get!.responses["200"] as { content: { "application/json": { schema: unknown } } }).content["application/json"].schema;
+    const schemaOf = (path: string) => (doc.paths[path]!.get!.responses["200"] as unknown as { content: { "application/json": { schema: unknown } } }).content["application/json"].schema;
     expect(schemaOf("/books")).toEqual({ $ref: "#/components/schemas/BookPage" });
     expect(schemaOf("/named")).toEqual({ $ref: "#/components/schemas/Shelf" });
     expect(doc.components.schemas.BookPage).toMatchObject({
