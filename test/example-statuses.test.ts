@@ -14,6 +14,15 @@ type Operation = OpenAPIDocument["paths"][string]["get"] & object;
 const JSON_TYPE = { "content-type": "application/json" };
 const BOOK = JSON.stringify({ title: "Dune", author: "Frank Herbert" });
 const LONG_ID = "x".repeat(65);
+const PNG = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+/** A multipart body with one `cover` file. */
+const coverForm = (type = "image/png", bytes: Uint8Array<ArrayBuffer> = PNG): FormData => {
+  const form = new FormData();
+  form.append("cover", new File([bytes], "cover.png", { type }));
+  return form;
+};
+/** The bearer token alone: a FormData body sets its own multipart content type. */
+const auth = (headers: Record<string, string>): Record<string, string> => ({ authorization: headers.authorization! });
 
 let app: App;
 let database: SQLDatabase;
@@ -58,6 +67,21 @@ describe("the example's document lists every status its routes answer", () => {
     expect((await hit("PUT", "/api/books/{id}", `/api/books/${id}`, { headers: writer, body: BOOK })).status).toBe(200);
     expect((await hit("DELETE", "/api/books/{id}", `/api/books/${id}`, { headers: writer })).status).toBe(204);
     expect((await hit("GET", "/health", "/health")).status).toBe(200);
+    expect((await hit("PUT", "/api/books/{id}/cover", "/api/books/b1/cover", { headers: auth(writer), body: coverForm() })).status).toBe(204);
+    expect((await hit("GET", "/api/books/{id}/cover", "/api/books/b1/cover")).status).toBe(200);
+    // Covers: no such book or no cover (404), a file that is not an image (422), a malformed or
+    // missing multipart body (400, 415), too big (413), no or a weak token (401, 403), a bad id (422).
+    await hit("GET", "/api/books/{id}/cover", "/api/books/b2/cover");
+    await hit("GET", "/api/books/{id}/cover", `/api/books/${LONG_ID}/cover`);
+    const cover = "/api/books/{id}/cover";
+    expect((await hit("PUT", cover, "/api/books/nope/cover", { headers: auth(writer), body: coverForm() })).status).toBe(404);
+    expect((await hit("PUT", cover, `/api/books/${LONG_ID}/cover`, { headers: auth(writer), body: coverForm() })).status).toBe(422);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { headers: auth(writer), body: coverForm("text/plain") })).status).toBe(422);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { headers: { ...auth(writer), "content-type": "multipart/form-data" }, body: "x" })).status).toBe(400);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { headers: writer, body: BOOK })).status).toBe(415);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { headers: auth(writer), body: coverForm("image/png", new Uint8Array(3 * 1024 * 1024)) })).status).toBe(413);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { body: coverForm() })).status).toBe(401);
+    expect((await hit("PUT", cover, "/api/books/b1/cover", { headers: auth(reader), body: coverForm() })).status).toBe(403);
     // Not found.
     for (const method of ["GET", "DELETE"]) await hit(method, "/api/books/{id}", "/api/books/nope", { headers: writer });
     await hit("PUT", "/api/books/{id}", "/api/books/nope", { headers: writer, body: BOOK });
@@ -95,6 +119,7 @@ describe("the example's document lists every status its routes answer", () => {
     for (const [method, template, url] of [
       ["GET", "/hello", "/hello"], ["GET", "/api/books", "/api/books"], ["GET", "/api/books/{id}", "/api/books/b1"],
       ["POST", "/api/books", "/api/books"], ["PUT", "/api/books/{id}", "/api/books/b1"], ["DELETE", "/api/books/{id}", "/api/books/b1"],
+      ["GET", "/api/books/{id}/cover", "/api/books/b1/cover"], ["PUT", "/api/books/{id}/cover", "/api/books/b1/cover"],
     ] as const) {
       expect((await hit(method, template, url, { headers: writer, body: method === "GET" ? undefined : BOOK })).status, `${method} ${url}`).toBe(503);
     }
@@ -107,6 +132,7 @@ describe("the example's document lists every status its routes answer", () => {
     await database.close();
     expect((await hit("GET", "/api/books", "/api/books")).status).toBe(500);
     expect((await hit("GET", "/api/books/{id}", "/api/books/b1")).status).toBe(500);
+    expect((await hit("GET", "/api/books/{id}/cover", "/api/books/b1/cover")).status).toBe(500);
     expect((await hit("GET", "/health", "/health")).status).toBe(503);
   });
 

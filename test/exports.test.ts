@@ -103,6 +103,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "ErrorCode",
         "ErrorCodeInfo",
         "FieldError",
+        "FormLimits",
         "Handler",
         "HandlerResult",
         "HealthChecker",

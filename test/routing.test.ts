@@ -336,9 +336,13 @@ describe("route declarations", () => {
     const guarded = get("/secret", () => null).use(own!);
     app.group("/v1", outer!).group("/x", inner!).route(guarded);
     expect(app.routes.slice(BUILTIN_ROUTES.length)).toEqual([
-      { method: "POST", path: "/api/books", route, middleware: [] },
-      { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!] },
+      { method: "POST", path: "/api/books", route, middleware: [], appMiddleware: [] },
+      { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!], appMiddleware: [] },
     ]);
+    // App middleware (app.use(fn)) is one list shared by every route, later additions included.
+    const global: Middleware = function global() {};
+    app.use(global);
+    expect(app.routes.map((r) => r.appMiddleware)).toEqual(app.routes.map(() => [global]));
   });
 
   it("include GET /health and the docs routes (hidden from the document), which move with the config", () => {

@@ -20,8 +20,10 @@ export class ResponseContractError extends Error {
   }
 }
 
+/** The schema that writes a status's JSON body; none for a body of another media type (`contentType`). */
 function schemaOf(doc: StandardSchemaV1 | ResponseDoc): StandardSchemaV1 | undefined {
-  return "~standard" in doc ? doc : doc.schema;
+  if ("~standard" in doc) return doc;
+  return doc.contentType === undefined ? doc.schema : undefined;
 }
 
 function describeIssues(issues: readonly StandardSchemaV1.Issue[]): string {
