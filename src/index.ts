@@ -1,5 +1,6 @@
 export { App, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
+export { envNumber, type NumberRule } from "./checks.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
 export { HandlerContext, type ContextServices } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
@@ -16,7 +17,7 @@ export {
   type SpanAttributeValue, type Tracer, type Translator,
 } from "./integrations.js";
 export type { ShutdownReport } from "./lifecycle/lifecycle.js";
-export { defineJob, type Job, type JobContext, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
+export { defineJob, type Job, type JobContext, type JobLeases, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
   type LogFormat, type LogWriter, type RequestLogEntry,
@@ -29,6 +30,7 @@ export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
 } from "./rate-limit/rate-limit.js";
+export { addressKey } from "./rate-limit/address.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export type { FormLimits } from "./http/form.js";

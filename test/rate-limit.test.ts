@@ -110,7 +110,7 @@ describe("rateLimit", () => {
     expect(make({ limit: 0 })).toThrow("rateLimit: limit must be a positive integer, got 0");
     expect(make({ limit: 2.5 })).toThrow("limit must be a positive integer");
     expect(make({ windowMs: -1 })).toThrow("windowMs must be a positive integer, got -1");
-    expect(make({ algorithm: "token-bucket" })).toThrow('algorithm must be "fixed" or "sliding", got token-bucket');
+    expect(make({ algorithm: "token-bucket" })).toThrow('algorithm must be "fixed" or "sliding", got "token-bucket"');
     expect(make({ name: 'a"b' })).toThrow("rateLimit: name must be 1–64 letters");
     expect(make({ key: "ip" })).toThrow("key must be a function");
     expect(make({ key: () => "k", trustedProxies: 1 })).toThrow("trustedProxies applies to the default key only");
@@ -163,6 +163,24 @@ describe("rateLimit", () => {
     expect(errors.join("\n")).toContain("keelson: rate limit 5-in-1min: connection refused (allowing requests)");
     expect(errors.join("\n")).toContain("did not answer within 20ms");
     expect(errors.join("\n")).not.toContain("at ");
+  });
+
+  it("units a slow store grants after the store timeout are spent by later requests, not lost", async () => {
+    let late: ((grant: { granted: number; remaining: number; resetMs: number; retryMs: number }) => void) | undefined;
+    const slow = countingStore({ take: () => new Promise((resolve) => (late = resolve)) });
+    const original = console.error;
+    console.error = () => {};
+    try {
+      const { app } = setup({ store: slow, storeTimeoutMs: 20, batch: 3 });
+      // Served without a count (fail open), then the store answers: 3 units, spent by the next 3 requests.
+      expect((await app.request("/items")).status).toBe(200);
+      late?.({ granted: 3, remaining: 2, resetMs: MINUTE, retryMs: 0 });
+      await new Promise((resolve) => setImmediate(resolve));
+      slow.take = () => Promise.resolve({ granted: 0, remaining: 0, resetMs: MINUTE, retryMs: MINUTE });
+      expect(await statuses(app, 4)).toEqual([200, 200, 200, 429]);
+    } finally {
+      console.error = original;
+    }
   });
 
   it("the primary's handler grants from one count for every worker and refuses malformed requests", async () => {

@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { TickClock } from "./clock.js";
 import { tickClock, type JobSpec } from "./define.js";
 import { jobsDone, jobsRegister, jobsRun } from "./ipc.js";
@@ -49,8 +48,6 @@ const MAX_WAITING = 10;
  * their run but get no new tick.
  */
 export class JobDispatcher {
-  /** Identifies this supervisor to a JobStore: a tick re-run here after a crash is still its own. */
-  readonly owner = randomUUID();
   readonly #logger: Logger;
   readonly #startClock: StartJobClock;
   readonly #jobs = new Map<string, Schedule>();
@@ -130,7 +127,7 @@ export class JobDispatcher {
       if (worker === undefined) return;
       const scheduledAt = schedule.due.shift() ?? 0;
       schedule.running = { scheduledAt, worker };
-      if (worker.channel.send(jobsRun, { job: schedule.name, scheduledAt, owner: this.owner })) return;
+      if (worker.channel.send(jobsRun, { job: schedule.name, scheduledAt })) return;
       // Its channel closed: it is exiting. The tick goes to another worker.
       schedule.running = undefined;
       schedule.due.unshift(scheduledAt);
