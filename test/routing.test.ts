@@ -31,6 +31,9 @@ const stamp: Middleware = async (event, next) => {
 
 const noop: Middleware = () => undefined;
 
+/** An App middleware (`app.use(fn)`) that does nothing. */
+const appWide: Middleware = function appWide() {};
+
 describe("joinPath", () => {
   it.each([
     ["", "/books", "/books"],
@@ -340,9 +343,8 @@ describe("route declarations", () => {
       { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!], appMiddleware: [] },
     ]);
     // App middleware (app.use(fn)) is one list shared by every route, later additions included.
-    const global: Middleware = function global() {};
-    app.use(global);
-    expect(app.routes.map((r) => r.appMiddleware)).toEqual(app.routes.map(() => [global]));
+    app.use(appWide);
+    expect(app.routes.map((r) => r.appMiddleware)).toEqual(app.routes.map(() => [appWide]));
   });
 
   it("include GET /health and the docs routes (hidden from the document), which move with the config", () => {
