@@ -7,7 +7,7 @@ const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate
 const process = [
   "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "openapi-lint", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
-  "repository-contract", "sql-*", "supervisor*", "tracing-exit",
+  "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

@@ -46,6 +46,10 @@ describe("defineJob / app.schedule: misuse fails at once", () => {
     ["a store with runOn each", { name: "x", every: 1000, runOn: "each", store: new MemoryJobStore() }, /needs runOn "one"/],
     ["a store without its methods", { name: "x", every: 1000, store: { claim: async () => true } as unknown as JobStore }, /store must have claim, renew, finish, unfinished methods \(a JobStore\); missing renew, finish, unfinished/],
     ["a store with a short lease", { name: "x", every: 1000, store: new MemoryJobStore(10) }, /store.leaseMs must be a whole number of milliseconds, at least 1000; got 10/],
+    ["negative crashRetries", { name: "x", every: 1000, crashRetries: -1 }, /job x: crashRetries must be a whole number from 0 to 10; got -1/],
+    ["crashRetries not a whole number", { name: "x", every: 1000, crashRetries: 1.5 }, /crashRetries must be a whole number from 0 to 10; got 1.5/],
+    ["crashRetries NaN", { name: "x", every: 1000, crashRetries: Number.NaN }, /crashRetries must be a whole number from 0 to 10; got NaN/],
+    ["crashRetries over 10", { name: "x", every: 1000, crashRetries: 11 }, /crashRetries must be a whole number from 0 to 10; got 11/],
   ];
   for (const [what, options, message] of cases) {
     it(what, () => {

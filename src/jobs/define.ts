@@ -68,6 +68,13 @@ export interface JobOptions {
   runOn?: JobRunOn;
   /** Makes `runOn: "one"` once per deployment: the tick runs where this store's lease is granted, and again elsewhere if its runner dies. */
   store?: JobStore;
+  /**
+   * Under the supervisor (`runOn: "one"`): how many times a tick runs again on another worker
+   * after its worker died during the run (a crash, an out-of-memory kill, the watchdog). Past
+   * that the tick is recorded failed and not run again. A whole number from 0 to 10; default 1
+   * (like BullMQ's `maxStalledCount`). A job's crashes never count toward the crash-loop breaker.
+   */
+  crashRetries?: number;
   run(ctx: JobContext): void | Promise<void>;
 }
 
@@ -84,7 +91,13 @@ export interface JobSpec {
   cron?: string;
   timezone?: string;
   every?: number;
+  /** See `JobOptions.crashRetries`; absent from workers of an older version: the default. */
+  crashRetries?: number;
 }
+
+/** `JobOptions.crashRetries` when not given. */
+export const DEFAULT_CRASH_RETRIES = 1;
+const MAX_CRASH_RETRIES = 10;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -130,6 +143,10 @@ export function defineJob(options: JobOptions): Job {
   if (runOn !== "one" && runOn !== "each") throw new Error(`job ${name}: runOn must be "one" or "each"; got ${JSON.stringify(runOn)}`);
   if (store !== undefined && runOn !== "one") throw new Error(`job ${name}: a store decides which instance runs a tick, so it needs runOn "one"`);
   if (store !== undefined) checkStore(name, store);
+  const { crashRetries } = options;
+  if (crashRetries !== undefined && !(Number.isInteger(crashRetries) && crashRetries >= 0 && crashRetries <= MAX_CRASH_RETRIES)) {
+    throw new Error(`job ${name}: crashRetries must be a whole number from 0 to ${MAX_CRASH_RETRIES}; got ${String(crashRetries)}`);
+  }
   let nextTick: (after: Date) => Date;
   try {
     nextTick = tickClock({ name, cron, every, timezone });
@@ -152,5 +169,5 @@ function checkStore(name: string, store: JobStore): void {
 
 /** The part of a job the primary needs to run its clock. */
 export function jobSpec(job: Job): JobSpec {
-  return { name: job.name, cron: job.cron, timezone: job.timezone, every: job.every };
+  return { name: job.name, cron: job.cron, timezone: job.timezone, every: job.every, crashRetries: job.crashRetries ?? DEFAULT_CRASH_RETRIES };
 }

@@ -19,3 +19,9 @@ export const jobsRun = defineIpcMessage<{ job: string; scheduledAt: number }>("j
  * its last run has delivered the report first.
  */
 export const jobsDone = defineIpcRequest<{ job: string; scheduledAt: number; refused: boolean }, Record<string, never>>("jobs:done");
+
+/**
+ * Primary → worker: a tick was given up after its runs crashed their workers; the worker counts
+ * it in its job metrics (`keelson_job_runs_total{outcome="failure"}`), which the primary merges.
+ */
+export const jobsCrashed = defineIpcMessage<{ job: string; scheduledAt: number }>("jobs:crashed");

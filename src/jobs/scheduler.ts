@@ -5,7 +5,7 @@ import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.j
 import type { Logger } from "../logging/logger.js";
 import { TickClock } from "./clock.js";
 import { jobSpec, type Job, type JobSpec, type JobStore } from "./define.js";
-import { jobsDone, jobsRegister, jobsRun } from "./ipc.js";
+import { jobsCrashed, jobsDone, jobsRegister, jobsRun } from "./ipc.js";
 import { keepLease, renewEveryMs } from "./lease.js";
 
 /** What the scheduler needs from its App. */
@@ -79,6 +79,10 @@ export class JobScheduler implements Scheduler {
     }
     if (primary !== undefined && granted.length > 0) {
       primary.on(jobsRun, ({ job, scheduledAt }) => this.#granted(primary, job, scheduledAt));
+      // A tick whose runs crashed their workers, given up by the primary: counted here, where the metrics are.
+      primary.on(jobsCrashed, ({ job }) => {
+        if (this.#jobs.has(job)) this.#observe(job, "failure", undefined);
+      });
       primary.send(jobsRegister, { jobs: granted });
     }
   }
