@@ -136,7 +136,7 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
   serviceName: string;
   version: string;
   host: string | undefined;
-  docs: DocsConfig & { path: string; title: string; version: string };
+  docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
 }
 
 /** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
@@ -154,6 +154,8 @@ export function resolveConfig(config: KConfig): ResolvedConfig {
     disableHealth: config.disableHealth ?? false,
     docs: {
       ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+      // The document lists the 503 of load shedding on every operation it can hit.
+      ...(config.loadShedding !== undefined && config.loadShedding !== false && { shedsLoad: true }),
     },
     bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,

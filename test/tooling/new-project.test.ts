@@ -75,7 +75,7 @@ describe("keelson new", () => {
   it("installs keelson from the tarball and passes its own tests (make test)", async () => {
     await npm(["install", tarball], project);
     const output = await run("make", ["test"], project);
-    expect(stripVTControlCharacters(output)).toMatch(/Tests\s+3 passed/);
+    expect(stripVTControlCharacters(output)).toMatch(/Tests\s+4 passed/);
     tested = true;
   }, SLOW);
 
