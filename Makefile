@@ -36,15 +36,15 @@ build: $(STAMP)
 	node dist/cli/cli.js bundle dist/examples/bookstore/main.js --out dist/bundle
 
 lint: $(STAMP)
-	npx oxlint --deny-warnings src supervisor cli test examples load-tests
+	npx oxlint --deny-warnings src supervisor cli test harness examples load-tests
 
 typecheck: $(STAMP)
 	npx tsc --noEmit -p tsconfig.json
 
-# lint + typecheck + every test suite (unit, process-level, browser).
+# lint + typecheck + every test suite (unit, socket, process-level, browser, repository tooling).
 test: test-prerequisites lint typecheck build
 	@echo "make test: Node $$(node --version) at $$(command -v node)"
-	npx vitest run --project unit --project socket --project process --project browser
+	npx vitest run --project unit --project socket --project process --project browser --project tooling
 
 # System packages the suites run, checked before anything else: installed with apt-get when missing
 # (as root or with sudo), or make stops at once with the command to run. One line per package.

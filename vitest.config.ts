@@ -1,12 +1,14 @@
 import { defineConfig } from "vitest/config";
 
 // Projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
-// `make test` runs unit, socket, process and browser. A file belongs to `unit` unless it is listed under
-// the project of what it starts: real sockets in this process, real child processes, a browser.
-const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "security-headers", "status-line", "tracing", "validation"];
+// `make test` runs unit, socket, process, browser and tooling. A file belongs to `unit` unless it is listed
+// under the project of what it starts: real sockets in this process, real child processes, a browser.
+// The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
+// the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
+const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "response-schema", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
-  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
+  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
@@ -19,10 +21,11 @@ export default defineConfig({
     hookTimeout: 30_000,
     pool: "forks",
     projects: [
-      { extends: true, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: files([...socket, ...process, ...browser]) } },
+      { extends: true, test: { name: "unit", include: ["test/**/*.test.ts"], exclude: [...files([...socket, ...process, ...browser]), "test/tooling/**"] } },
       { extends: true, test: { name: "socket", include: files(socket) } },
       { extends: true, test: { name: "process", include: files(process) } },
       { extends: true, test: { name: "browser", include: files(browser) } },
+      { extends: true, test: { name: "tooling", include: ["test/tooling/**/*.test.ts"] } },
       // Load under autocannon with verdicts: `make scenarios`, never part of `make test`.
       { extends: true, test: { name: "scenarios", include: ["load-tests/scenarios.test.ts"], testTimeout: 180_000 } },
     ],

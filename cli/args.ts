@@ -35,7 +35,7 @@ Options (times in milliseconds):
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
       --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
-                              App uses definePrometheus (default: $KEELSON_METRICS_PORT, else 9464)
+                              App uses createPrometheus (default: $KEELSON_METRICS_PORT, else 9464)
       --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
       --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
                               --max-memory-window MS (default 30000), new worker first

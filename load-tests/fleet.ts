@@ -1,7 +1,7 @@
 // `make fleet`: the fleet scenario in full (load-tests/fleet/run.ts): 3 rolling-deploy steps.
 // ROUNDS=N and RATE=R (requests per second through HAProxy) change it.
 import { fileURLToPath } from "node:url";
-import { killAllChildren } from "../test/helpers/child.js";
+import { killAllChildren } from "../harness/child.js";
 import { runFleet } from "./fleet/run.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));

@@ -4,7 +4,7 @@
 import * as os from "node:os";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { killAllChildren } from "../test/helpers/child.js";
+import { killAllChildren } from "../harness/child.js";
 import { LoadClient } from "./lib/load-client.js";
 import { choosePinning } from "./lib/machine.js";
 import { createContext, type Scenario } from "./scenarios/common.js";

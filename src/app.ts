@@ -1,67 +1,56 @@
-import { H3, toRequest, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
-import { FastResponse, type ServerRequest } from "srvx";
-import {
-  DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
-  DEFAULT_SHUTDOWN_TIMEOUT, ENVS, checkConfig, type DocsConfig, type Env, type KConfig,
-} from "./config.js";
-import { PORT_RULE, envNumber } from "./checks.js";
+import { toRequest, type H3, type Middleware } from "h3";
+import type { ServerRequest } from "srvx";
+import { resolveConfig, type KConfig, type ResolvedConfig } from "./config.js";
 import { defineDocsRoutes } from "./docs/index.js";
 import { documentAsHealth } from "./docs/builtins.js";
-import { createError } from "./errors.js";
-import { Group, type Module, type Router } from "./group.js";
 import { checkHealth } from "./health.js";
 import {
-  UNMATCHED_ROUTE, noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook,
-  type Tracer, type Translator,
+  noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook, type Tracer, type Translator,
 } from "./integrations.js";
-import { allowedMethods, buildAllowRouter, type AllowRouter } from "./http/allow.js";
-import { createCors, type Cors } from "./http/cors.js";
+import { createCors } from "./http/cors.js";
 import { joinPath } from "./http/path.js";
-import { errorResponse, isRouteNotFound, logServerError, toKError } from "./http/error-response.js";
 import { compileRoute } from "./http/handler.js";
-import { JSON_HEADERS, setResponseHeader } from "./http/headers.js";
+import { setResponseHeader } from "./http/headers.js";
+import { RequestPipeline } from "./http/pipeline.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
 import { LoadShedder } from "./lifecycle/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
 import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
-import { RequestState } from "./http/request-state.js";
 import { newLogger, type Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 import { OpenStreams, isWebSocketRoute } from "./streams/open-streams.js";
 
-/** KConfig with every default applied. */
-export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
-  serviceName: string;
-  version: string;
-  host: string | undefined;
-  docs: DocsConfig & { path: string; title: string; version: string };
+export type { ResolvedConfig } from "./config.js";
+
+/** What both an App and a Group can register routes on. */
+export interface Router {
+  /** The App this router belongs to (itself for an App). */
+  readonly app: App;
+  route(route: Route): this;
+  registerController(controller: Controller): this;
+  use(module: Module): this;
+  group(prefix: string, ...middleware: Middleware[]): Group;
 }
 
-function resolveConfig(config: KConfig): ResolvedConfig {
-  const envPort = config.port === undefined ? envNumber("PORT", PORT_RULE) : undefined;
-  const nodeEnv = process.env.NODE_ENV as Env | undefined;
-  const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
-  const serviceName = config.serviceName ?? "keelson-service";
-  const resolved: ResolvedConfig = {
-    serviceName,
-    version: config.version ?? docsVersion,
-    port: config.port ?? envPort ?? DEFAULT_PORT,
-    host: config.host,
-    env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
-    disableHealth: config.disableHealth ?? false,
-    docs: {
-      ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
-    },
-    bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
-    healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
-    shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
-    shutdownDelay: config.shutdownDelay ?? 0,
-  };
-  checkConfig({ ...resolved, cors: config.cors });
-  return resolved;
+/** A unit of features installed with `use()` (a module: docs/routing.md). */
+export interface Module {
+  /** Optional name, used in startup error messages. */
+  readonly name?: string;
+  /** Receives the App (or the Group it is installed on) and registers what it needs. */
+  register(router: Router): void | Promise<void>;
+}
+
+/**
+ * What a Group registers through: the App's route table and module installer, and nothing else of
+ * the App. The App hands each Group this object, so registering stays the App's own business.
+ */
+export interface RouteTable {
+  readonly app: App;
+  add(route: Route, prefix: string, middleware: readonly Middleware[]): void;
+  install(module: Module, router: Router): void;
 }
 
 /**
@@ -74,6 +63,12 @@ export class App implements Router {
   readonly logger: Logger;
   /** The underlying h3 instance; routes added on it directly are logged and measured too. */
   readonly httpEngine: H3;
+  /**
+   * The app as a web fetch handler, bound: what `listen()` serves and `request()` calls. Mount
+   * the app elsewhere through this (h3's `mount("/api", app)` takes it), not through
+   * `httpEngine.fetch`, which skips the request log line, the metrics and the server span's end.
+   */
+  readonly fetch: (request: ServerRequest) => Response | Promise<Response>;
   readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined; streams: OpenStreams };
   readonly #routes: RegisteredRoute[] = [];
   readonly #checkers: HealthChecker[] = [];
@@ -81,45 +76,49 @@ export class App implements Router {
   readonly #hooks: NamedHook[] = [];
   readonly #startup: Promise<unknown>[] = [];
   readonly #lifecycle: Lifecycle;
-  readonly #cors: Cors | undefined;
-  /** Built from `#routes` when first needed and dropped when a route is added: in practice once, at listen(). */
-  #allow: AllowRouter | undefined;
-  #metrics: MetricsCollector | undefined;
+  readonly #pipeline: RequestPipeline;
+  readonly #table: RouteTable;
   #jobs: JobScheduler | undefined;
   readonly #shedder: LoadShedder | undefined;
-  #inflight = 0;
-  #requests = 0;
+  /** `app.use(fn)` middleware, in order: every route runs it (see RegisteredRoute.appMiddleware). */
+  readonly #appMiddleware: Middleware[] = [];
   #listening: Promise<void> | undefined;
 
   constructor(config: KConfig = {}) {
     this.config = resolveConfig(config);
     this.logger = config.logger ?? newLogger(this.config.env === "production");
-    const streams = new OpenStreams(() => this.#metrics, this.logger);
+    const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
     this.#lifecycle = new Lifecycle({
       logger: this.logger,
       shutdownTimeout: this.config.shutdownTimeout,
       shutdownDelay: this.config.shutdownDelay,
       hooks: this.#hooks,
-      inflight: () => this.#inflight,
+      inflight: () => this.#pipeline.inflight,
       streams,
       websockets: () => this.#routes.some(({ route }) => isWebSocketRoute(route)),
     });
-    // Steps 1–4 of the construction order in docs/routing.md: request logging and CORS start in onRequest, panic
-    // recovery and the error handler are onError, the log line is written by fetch() once h3 has
-    // the Response. Not h3's onResponse: that option costs every request four promises, and
-    // each of them runs the async hooks of an OpenTelemetry context manager.
-    this.#cors = config.cors === false ? undefined : createCors(config.cors ?? {});
-    this.httpEngine = new H3({
-      silent: true,
-      onRequest: (event) => this.#onRequest(event),
-      onError: (error, event) => this.#onError(error, event),
-    });
-    this.fetch = this.fetch.bind(this);
+    // Steps 1–4 of the construction order in docs/routing.md: the pipeline starts request logging
+    // and CORS in onRequest, panic recovery and the error handler are onError, and the log line is
+    // written once h3 has the Response (src/http/pipeline.ts).
     const shedding = config.loadShedding ?? false;
     this.#shedder = shedding === false ? undefined : new LoadShedder(shedding === true ? {} : shedding, this.logger);
-    const cors = this.#cors;
-    if (cors) this.httpEngine.options("/**", (event) => cors.preflight(event));
+    this.#pipeline = new RequestPipeline({
+      logger: this.logger,
+      services: this.#services,
+      cors: config.cors === false ? undefined : createCors(config.cors ?? {}),
+      shedder: this.#shedder,
+      health: !this.config.disableHealth,
+      lifecycle: this.#lifecycle,
+      routes: this.#routes,
+    });
+    this.httpEngine = this.#pipeline.engine;
+    this.fetch = this.#pipeline.fetch;
+    this.#table = {
+      app: this,
+      add: (route, prefix, middleware) => this.#addRoute(route, prefix, middleware),
+      install: (module, router) => this.#installModule(module, router),
+    };
     if (!this.config.disableHealth) this.route(this.#healthRoute());
     if (this.config.env !== "production") {
       for (const route of defineDocsRoutes(this.config.docs, () => this.#routes)) this.route(route);
@@ -149,21 +148,20 @@ export class App implements Router {
   }
 
   route(route: Route): this {
-    return this.addRoute(route, "", []);
+    this.#addRoute(route, "", []);
+    return this;
   }
 
-  /** @internal Groups call this with their prefix and middleware. */
-  addRoute(route: Route, prefix: string, middleware: readonly Middleware[]): this {
+  #addRoute(route: Route, prefix: string, middleware: readonly Middleware[]): void {
     const path = joinPath(prefix, route.path);
     // As h3's own serve() does: the routes (and the OpenAPI document built from them) are fixed
     // once the server is up; a route added later is almost always a bug.
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
-    const handler = compileRoute(route, this.#services, this.config.bodyLimit);
+    const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
-    this.#routes.push({ method: route.method, path, route, middleware: all });
-    this.#allow = undefined;
-    return this;
+    this.#routes.push({ method: route.method, path, route, middleware: all, appMiddleware: this.#appMiddleware });
+    this.#pipeline.routesChanged();
   }
 
   registerController(controller: Controller): this {
@@ -173,13 +171,16 @@ export class App implements Router {
 
   /** Installs a module; an h3 middleware function is added as global middleware instead. */
   use(module: Module | Middleware): this {
-    if (typeof module === "function") this.httpEngine.use(module);
-    else this.installModule(module, this);
+    if (typeof module === "function") {
+      this.httpEngine.use(module);
+      this.#appMiddleware.push(module);
+    }
+    else this.#installModule(module, this);
     return this;
   }
 
-  /** @internal A failing register step is kept and makes `listen()` reject. */
-  installModule(module: Module, router: Router): void {
+  /** A failing register step is kept and makes `listen()` reject. */
+  #installModule(module: Module, router: Router): void {
     // A plain object literal would otherwise be reported as "module Object".
     const name = module.name ?? (module.constructor === Object ? undefined : module.constructor?.name) ?? "(unnamed)";
     const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
@@ -196,7 +197,7 @@ export class App implements Router {
   }
 
   group(prefix: string, ...middleware: Middleware[]): Group {
-    return new Group(this, prefix, middleware);
+    return new Group(this.#table, prefix, middleware);
   }
 
   /** Registers a shutdown hook; hooks run once each, in registration order. */
@@ -206,7 +207,7 @@ export class App implements Router {
   }
 
   setMetricsCollector(collector: MetricsCollector): this {
-    this.#metrics = collector;
+    this.#pipeline.metrics = collector;
     return this;
   }
 
@@ -238,7 +239,7 @@ export class App implements Router {
     const job = defineJob(options);
     if (this.#lifecycle.state !== "created") throw new Error(`cannot schedule job ${job.name}: the server has started (schedule jobs before listen())`);
     if (this.#jobs === undefined) {
-      const jobs = (this.#jobs = new JobScheduler({ logger: this.logger, metrics: () => this.#metrics }));
+      const jobs = (this.#jobs = new JobScheduler({ logger: this.logger, metrics: () => this.#pipeline.metrics }));
       this.#schedulers.push(jobs);
       // First of the hooks, whenever scheduled: runs in progress are work in flight, like requests in
       // the drain, and need what later hooks close (the database) or report (the final metrics).
@@ -260,36 +261,17 @@ export class App implements Router {
   }
 
   /**
-   * The app as a web fetch handler, bound: what `listen()` serves and `request()` calls. Mount
-   * the app elsewhere through this (h3's `mount("/api", app)` takes it), not through
-   * `httpEngine.fetch`, which skips the request log line, the metrics and the server span's end.
-   */
-  fetch(request: ServerRequest): Response | Promise<Response> {
-    if (this.#shedder !== undefined) {
-      const rejected = this.#shed(this.#shedder, request);
-      if (rejected !== undefined) return rejected;
-    }
-    const response = this.httpEngine.fetch(request);
-    return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
-  }
-
-  /** A 503 when the process is saturated, before any routing or logging; /health's liveness is never shed. */
-  #shed(shedder: LoadShedder, request: ServerRequest): Response | undefined {
-    const reason = shedder.check(this.#inflight);
-    if (reason === undefined || (!this.config.disableHealth && new URL(request.url).pathname === "/health")) return undefined;
-    shedder.record(reason, this.#inflight);
-    this.#metrics?.observeShed?.(reason);
-    // srvx's FastResponse, as h3's own responses: written to the socket in this step. A web Response's
-    // body is read through a stream, promise by promise, at about ten times the cost.
-    return new FastResponse(OVERLOADED_BODY, { status: 503, headers: { ...JSON_HEADERS, "retry-after": shedder.retryAfter } });
-  }
-
-  /**
    * Starts the server and resolves once it has shut down (by a signal or `close()`). The first
    * SIGINT/SIGTERM drains it, runs the hooks and exits the process (0 clean, 1 otherwise).
    * Rejects with a one-line reason if startup fails. A second call returns the same promise.
+   * Inside `keelson client` it starts nothing: it hands the App to the command and never settles.
    */
   listen(): Promise<void> {
+    const documentOnly = (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY];
+    if (typeof documentOnly === "function") {
+      (documentOnly as (app: App) => void)(this);
+      return new Promise<void>(doNothing);
+    }
     if (this.#listening === undefined && this.#lifecycle.shutdownStarted) {
       return Promise.reject(new Error("cannot listen: the app was closed"));
     }
@@ -307,7 +289,7 @@ export class App implements Router {
     let releaseWorker: () => void = doNothing;
     try {
       await Promise.all(this.#startup);
-      this.#allow ??= buildAllowRouter(this.#routes);
+      this.#pipeline.prepare();
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
@@ -315,10 +297,11 @@ export class App implements Router {
         // Under the supervisor: report ready, heartbeat, and drain by itself if the primary dies.
         if (!this.#lifecycle.shutdownStarted) {
           const { env, docs, port, shutdownTimeout } = this.config;
+          const pipeline = this.#pipeline;
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
-            load: { inflight: () => this.#inflight, requests: () => this.#requests },
+            load: { inflight: () => pipeline.inflight, requests: () => pipeline.requests },
           });
         }
       }
@@ -356,76 +339,49 @@ export class App implements Router {
       return json(report, report.status === "UP" ? 200 : 503);
     }));
   }
+}
 
-  #onRequest(event: H3Event): void {
-    const tracer = this.#services.tracer;
-    event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
-    this.#inflight++;
-    this.#requests++;
-    this.#cors?.apply(event);
+/**
+ * Routes under a common prefix and middleware. Groups nest: the prefixes join and group
+ * middleware runs outermost first, then the route's own middleware.
+ */
+export class Group implements Router {
+  readonly app: App;
+  readonly prefix: string;
+  readonly middleware: readonly Middleware[];
+  readonly #table: RouteTable;
+
+  /** Made by `app.group()` or `group.group()`. */
+  constructor(table: RouteTable, prefix: string, middleware: readonly Middleware[]) {
+    this.#table = table;
+    this.app = table.app;
+    this.prefix = joinPath(prefix, "");
+    this.middleware = middleware;
   }
 
-  /** One log line, one observation and the end of the server span, for every request; never throws. */
-  #finish(response: Response, request: ServerRequest): Response {
-    try {
-      // h3 shares the event's context with the request (srvx's `request.context`).
-      const context = request.context as H3EventContext | undefined;
-      const state = context?.keelson;
-      // Also covers requests already running when shutdown began: the head is not written yet.
-      if (this.#lifecycle.shuttingDown) request.runtime?.node?.res?.setHeader("connection", "close");
-      // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
-      // still one log line and one observation, as for every other request.
-      if (state !== undefined) this.#inflight--;
-      // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
-      if (state?.stream !== undefined) {
-        void state.stream.then((status) => this.#recordStream(request, state, status));
-        return response;
-      }
-      const durationMs = state === undefined ? 0 : performance.now() - state.start;
-      const route = context?.matchedRoute?.route;
-      const method = request.method;
-      const status = response.status;
-      const traceId = state?.span.traceId ?? "";
-      const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
-      this.logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
-      this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
-      // The no-op span (no tracer, or one with nothing to record) has nothing to end.
-      if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
-    } catch (error) {
-      // A collector or tracer that throws loses its own record; the response still goes out.
-      console.error("keelson: recording the request failed:", error);
-    }
-    return response;
+  route(route: Route): this {
+    this.#table.add(route, this.prefix, this.middleware);
+    return this;
   }
 
-  #recordStream(request: ServerRequest, state: RequestState, status: number): void {
-    try {
-      const durationMs = performance.now() - state.start;
-      const traceId = state.span.traceId;
-      this.logger.request({ method: request.method, path: state.event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
-      if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route: state.event.context.matchedRoute?.route, status });
-    } catch (error) {
-      console.error("keelson: recording the request failed:", error);
-    }
+  registerController(controller: Controller): this {
+    for (const route of controller.routes()) this.route(route);
+    return this;
   }
 
-  #onError(error: HTTPError, event: H3Event): HTTPResponse {
-    if (isRouteNotFound(error, event)) {
-      const allow = allowedMethods(this.#allow ??= buildAllowRouter(this.#routes), event.url.pathname);
-      return allow.length > 0
-        ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
-        : errorResponse(createError("NOT_FOUND"));
-    }
-    const { kerror, original } = toKError(error);
-    const state = event.context.keelson;
-    if (state && kerror.statusCode >= 500) state.error = original;
-    logServerError(this.logger, event, kerror, original);
-    // An oversized body is left unread: close the connection rather than read it to the end.
-    const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
-    return errorResponse(kerror, extra);
+  use(module: Module): this {
+    this.#table.install(module, this);
+    return this;
+  }
+
+  group(prefix: string, ...middleware: Middleware[]): Group {
+    return new Group(this.#table, joinPath(this.prefix, prefix), [...this.middleware, ...middleware]);
   }
 }
 
-const noopSpan = noopTracer.startSpan("noop");
-const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
 const doNothing = (): void => {};
+/**
+ * Set by `keelson client` before it imports an entry: an entry that calls listen() at import hands
+ * its App to the command instead of serving. A registered symbol: the entry may load its own copy of keelson.
+ */
+const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");

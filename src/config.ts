@@ -1,7 +1,8 @@
-import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber } from "./checks.js";
+import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber } from "./checks.js";
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
 import type { Logger } from "./logging/logger.js";
+import { joinPath } from "./http/path.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
@@ -128,4 +129,39 @@ export function checkConfig(config: Pick<Required<KConfig>, "port" | "env" | "bo
     throw new Error(`shutdownDelay (${config.shutdownDelay}ms) must be less than shutdownTimeout (${config.shutdownTimeout}ms): the delay is part of the shutdown budget`);
   }
   if (config.cors) checkOptionalNumber(config.cors.maxAge, "cors.maxAge", { integer: true, min: 0 });
+}
+
+/** KConfig with every default applied. */
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+  serviceName: string;
+  version: string;
+  host: string | undefined;
+  docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
+}
+
+/** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
+export function resolveConfig(config: KConfig): ResolvedConfig {
+  const envPort = config.port === undefined ? envNumber("PORT", PORT_RULE) : undefined;
+  const nodeEnv = process.env.NODE_ENV as Env | undefined;
+  const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
+  const serviceName = config.serviceName ?? "keelson-service";
+  const resolved: ResolvedConfig = {
+    serviceName,
+    version: config.version ?? docsVersion,
+    port: config.port ?? envPort ?? DEFAULT_PORT,
+    host: config.host,
+    env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
+    disableHealth: config.disableHealth ?? false,
+    docs: {
+      ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+      // The document lists the 503 of load shedding on every operation it can hit.
+      ...(config.loadShedding !== undefined && config.loadShedding !== false && { shedsLoad: true }),
+    },
+    bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
+    healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
+    shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
+    shutdownDelay: config.shutdownDelay ?? 0,
+  };
+  checkConfig({ ...resolved, cors: config.cors });
+  return resolved;
 }

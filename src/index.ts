@@ -1,16 +1,15 @@
-export { App, type ResolvedConfig } from "./app.js";
+export { App, Group, type Module, type ResolvedConfig, type Router } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export { envNumber, type NumberRule } from "./checks.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
-export { HandlerContext, type ContextServices } from "./http/context.js";
+export { HandlerContext } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
 export {
   ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
   serviceUnavailable, tooManyRequests, unauthorized, validationError,
   type ErrorCode, type ErrorCodeInfo, type FieldError,
 } from "./errors.js";
-export { Group, joinPath, type Module, type Router } from "./group.js";
-export { checkHealth, type HealthReport } from "./health.js";
+export type { HealthReport } from "./health.js";
 export {
   UNMATCHED_ROUTE, noopTracer,
   type HealthChecker, type MetricsCollector, type RequestSpanEnd, type Scheduler, type ShutdownHook, type Span,
@@ -25,6 +24,7 @@ export {
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";
+export { pageOf, pageQuery, type DocumentedSchema, type PageOfOptions } from "./page-schema.js";
 export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
@@ -40,7 +40,7 @@ export {
 export type { AuthInfo } from "./auth/principal.js";
 export {
   Route, del, get, patch, post, put,
-  type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
+  type Controller, type Handler, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,
 } from "./http/route.js";
 export { EventStream, type EventStreamOptions, type SendOptions } from "./streams/event-stream.js";

@@ -41,7 +41,7 @@ export interface SupervisorOptions {
   exitProcess?: boolean;
   /**
    * Port where the primary serves the cluster-wide `/metrics` (when the App uses
-   * `definePrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
+   * `createPrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
    * (a number or `off`), else 9464.
    */
   metricsPort?: number | false;

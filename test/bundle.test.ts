@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writ
 import { tmpdir } from "node:os";
 import { join, relative, resolve } from "node:path";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const CLI = join(ROOT, "dist", "cli", "cli.js");

@@ -7,8 +7,8 @@ import { parseCli } from "../cli/args.js";
 import { resolveOptions, type SupervisorOptions } from "../supervisor/options.js";
 import { App, Logger, defineJob, envNumber, rateLimit, type KConfig, type RateLimitOptions } from "../src/index.js";
 import type { LoggerOptions } from "../src/logging/logger.js";
-import { definePrometheus, type PrometheusOptions } from "../src/metrics/index.js";
-import { defineSQLHealthChecker, openPostgres, openSQLite, type PostgresOptions, type SQLiteOptions } from "../src/sql/index.js";
+import { createPrometheus, type PrometheusOptions } from "../src/metrics/index.js";
+import { createSQLHealthChecker, openPostgres, openSQLite, type PostgresOptions, type SQLiteOptions } from "../src/sql/index.js";
 import { captureLogs } from "./helpers/logs.js";
 
 /** [option name as the message spells it, the options, the value shown in the message]. */
@@ -41,7 +41,7 @@ const start = (args: string[], vars: Record<string, string> = {}) => parseCli(["
 const error = (result: ReturnType<typeof parseCli>) => (result.command === "error" ? result.message : `(no error: ${result.command})`);
 const limiter = (options: Partial<RateLimitOptions>) => rateLimit({ limit: 10, windowMs: 1000, ...options } as RateLimitOptions);
 const job = (options: object) => defineJob({ name: "job", run: () => {}, every: 60_000, ...options } as Parameters<typeof defineJob>[0]);
-const prometheus = (options: PrometheusOptions) => definePrometheus({ defaultMetrics: false, ...options });
+const prometheus = (options: PrometheusOptions) => createPrometheus({ defaultMetrics: false, ...options });
 
 const NUMBERS_BAD_AS_MS = [Number.NaN, -1, Number.POSITIVE_INFINITY, 3_000_000_000];
 
@@ -198,7 +198,7 @@ describe("JobOptions: defineJob()", () => {
   });
 });
 
-describe("PrometheusOptions: definePrometheus()", () => {
+describe("PrometheusOptions: createPrometheus()", () => {
   it.each(cases<PrometheusOptions>({ clusterTimeoutMs: [0, ...NUMBERS_BAD_AS_MS], port: [-1, 70_000, 1.5, Number.NaN] }))(
     "refuses %s in %o", (name, options, shown) => expectRefused(() => prometheus(options), name, shown),
   );
@@ -219,11 +219,11 @@ describe("SQL options", () => {
     "openPostgres refuses %s in %o", (name, options, shown) => expectRefused(() => openPostgres({ url: "postgres://localhost/x", ...options }), name, shown),
   );
   it.each(cases<object>({ timeoutMs: [0, ...NUMBERS_BAD_AS_MS] }))(
-    "defineSQLHealthChecker refuses %s in %o", (name, options, shown) => expectRefused(() => defineSQLHealthChecker(openSQLite({ file: ":memory:" }), options), name, shown),
+    "createSQLHealthChecker refuses %s in %o", (name, options, shown) => expectRefused(() => createSQLHealthChecker(openSQLite({ file: ":memory:" }), options), name, shown),
   );
   it("accepts good values", async () => {
     const db = openSQLite({ file: ":memory:", busyTimeoutMs: 0 });
-    expect(defineSQLHealthChecker(db, { timeoutMs: 1 }).name).toBe("database");
+    expect(createSQLHealthChecker(db, { timeoutMs: 1 }).name).toBe("database");
     await db.close();
     await openPostgres({ url: "postgres://localhost/x", max: 1, connectTimeoutSeconds: 0.5 }).close();
   });

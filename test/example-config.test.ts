@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, expect, it } from "vitest";
-import { killAllChildren, spawnChild } from "./helpers/child.js";
+import { killAllChildren, spawnChild } from "../harness/child.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 const dir = mkdtempSync(join(tmpdir(), "keelson-example-config-"));

@@ -56,7 +56,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "addressKey",
         "badRequest",
         "buildOpenAPIDocument",
-        "checkHealth",
         "configureStreams",
         "conflict",
         "createError",
@@ -71,7 +70,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "getMiddlewareContract",
         "internal",
         "isKError",
-        "joinPath",
         "json",
         "newLogger",
         "newLoggerWithFormat",
@@ -79,7 +77,9 @@ describe("the keelson barrel (src/index.ts)", () => {
         "noContent",
         "noopTracer",
         "notFound",
+        "pageOf",
         "pageOffset",
+        "pageQuery",
         "parsePagination",
         "patch",
         "post",
@@ -101,13 +101,13 @@ describe("the keelson barrel (src/index.ts)", () => {
       [
         "AuthInfo",
         "ChannelEvent",
-        "ContextServices",
         "Controller",
         "CorsConfig",
         "DocsConfig",
         "DocsContact",
         "DocsLicense",
         "DocsTag",
+        "DocumentedSchema",
         "Env",
         "ErrorCode",
         "ErrorCodeInfo",
@@ -116,7 +116,6 @@ describe("the keelson barrel (src/index.ts)", () => {
         "FieldError",
         "FormLimits",
         "Handler",
-        "HandlerResult",
         "HealthChecker",
         "HealthReport",
         "Job",
@@ -140,6 +139,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "OpenAPIDocument",
         "OpenAPISecurityScheme",
         "Page",
+        "PageOfOptions",
         "PageQuery",
         "PathParams",
         "RateLimitAlgorithm",
@@ -175,7 +175,7 @@ describe("the keelson barrel (src/index.ts)", () => {
   });
 
   it("exports no internal helper", () => {
-    const internal = ["compileRoute", "readJSONBody", "createCors", "toKError", "errorResponse", "negotiateLanguage", "Lifecycle", "RequestState", "Sink"];
+    const internal = ["compileRoute", "readJSONBody", "createCors", "toKError", "errorResponse", "negotiateLanguage", "Lifecycle", "RequestState", "Sink", "joinPath", "checkHealth"];
     for (const name of internal) expect(keelson).not.toHaveProperty(name);
   });
 });

@@ -3,7 +3,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, expect, it } from "vitest";
 import { runFleet } from "../load-tests/fleet/run.js";
-import { killAllChildren } from "./helpers/child.js";
+import { killAllChildren } from "../harness/child.js";
 
 afterAll(killAllChildren);
 

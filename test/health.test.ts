@@ -1,8 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { App, checkHealth, get, type HealthChecker, type KConfig } from "../src/index.js";
+import { App, get, type HealthChecker, type KConfig } from "../src/index.js";
+import { checkHealth } from "../src/health.js";
 import { describeBoth } from "./helpers/both.js";
 import { captureLogs, requestLine } from "./helpers/logs.js";
-import { delay } from "./helpers/child.js";
+import { delay } from "../harness/child.js";
 
 const up = (name: string): HealthChecker => ({ name, check: () => undefined });
 

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
+import { delay, freePort, killAllChildren, spawnChild, type Child } from "../harness/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 

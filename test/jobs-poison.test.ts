@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const folders: string[] = [];

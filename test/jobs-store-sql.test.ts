@@ -1,10 +1,10 @@
-// defineSQLJobStore against real databases: the JobStore contract on a SQLite file shared by two
+// createSQLJobStore against real databases: the JobStore contract on a SQLite file shared by two
 // handles and on a throwaway PostgreSQL server through two pools (two pods), and the pruning of rows.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { defineSQLJobStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLJobStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
 import { describeJobStoreContract } from "./helpers/job-store.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 
@@ -38,27 +38,27 @@ const postgres = async () => {
 
 describeJobStoreContract("SQLite, two handles on one file", async () => {
   const [a, b] = sqlite();
-  return [defineSQLJobStore(a!, { leaseMs: 1000 }), defineSQLJobStore(b!, { leaseMs: 1000 })];
+  return [createSQLJobStore(a!, { leaseMs: 1000 }), createSQLJobStore(b!, { leaseMs: 1000 })];
 });
 
 describeJobStoreContract("PostgreSQL, two pools", async () => {
   const [a, b] = await postgres();
-  return [defineSQLJobStore(a!, { leaseMs: 1000 }), defineSQLJobStore(b!, { leaseMs: 1000 })];
+  return [createSQLJobStore(a!, { leaseMs: 1000 }), createSQLJobStore(b!, { leaseMs: 1000 })];
 });
 
-describe("defineSQLJobStore", () => {
+describe("createSQLJobStore", () => {
   it("refuses bad options with their name and value", () => {
     const [db] = sqlite();
-    expect(() => defineSQLJobStore(db!, { table: "Bad Name" })).toThrow(/table must be a lowercase SQL identifier, got "Bad Name"/);
-    expect(() => defineSQLJobStore(db!, { leaseMs: 500 })).toThrow(/leaseMs must be a whole number of milliseconds, at least 1000; got 500/);
-    expect(() => defineSQLJobStore(db!, { retainMs: 1.5 })).toThrow(/retainMs must be .* got 1.5/);
-    expect(defineSQLJobStore(db!).leaseMs).toBe(20_000);
+    expect(() => createSQLJobStore(db!, { table: "Bad Name" })).toThrow(/table must be a lowercase SQL identifier, got "Bad Name"/);
+    expect(() => createSQLJobStore(db!, { leaseMs: 500 })).toThrow(/leaseMs must be a whole number of milliseconds, at least 1000; got 500/);
+    expect(() => createSQLJobStore(db!, { retainMs: 1.5 })).toThrow(/retainMs must be .* got 1.5/);
+    expect(createSQLJobStore(db!).leaseMs).toBe(20_000);
   });
 
   for (const [engine, open] of [["SQLite", async () => sqlite()[0]!], ["PostgreSQL", async () => (await postgres())[0]!]] as const) {
     it(`${engine}: a finish prunes rows older than retainMs (finished, or unfinished with a lease run out), never a live lease`, async () => {
       const db = await open();
-      const store = defineSQLJobStore(db, { leaseMs: 1000, retainMs: 60_000 });
+      const store = createSQLJobStore(db, { leaseMs: 1000, retainMs: 60_000 });
       const old = Date.now() - 120_000;
       for (const [i, at] of [old, old + 1000, old + 2000].entries()) expect(await store.claim("old", new Date(at), `pod-${i}`, never)).toBe(true);
       expect(await store.claim("new", new Date(), "pod-0", never)).toBe(true);

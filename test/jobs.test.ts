@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { App, defineJob, type JobContext, type JobOptions, type JobStore } from "../src/index.js";
-import { definePrometheus } from "../src/metrics/index.js";
-import { defineSQLJobStore, openSQLite } from "../src/sql/index.js";
+import { createPrometheus } from "../src/metrics/index.js";
+import { createSQLJobStore, openSQLite } from "../src/sql/index.js";
 import { MemoryJobStore } from "./helpers/job-store.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -78,7 +78,7 @@ describe("defineJob / app.schedule: misuse fails at once", () => {
 describe("app.schedule: runs in the process", () => {
   it("runs each tick once, at its aligned time, logs start and finish, and counts runs and failures in /metrics", async () => {
     const { app, lines } = newApp();
-    const metrics = definePrometheus({ defaultMetrics: false });
+    const metrics = createPrometheus({ defaultMetrics: false });
     app.use(metrics);
     const ticks: JobContext[] = [];
     app.schedule({ name: "tick", every: 1000, run: (ctx) => void ticks.push(ctx) });
@@ -144,7 +144,7 @@ describe("app.schedule: runs in the process", () => {
 
   it("a run still going at the shutdown deadline gets the abort, and is logged and counted as aborted", async () => {
     const { app, lines } = newApp(1000);
-    const metrics = definePrometheus({ defaultMetrics: false });
+    const metrics = createPrometheus({ defaultMetrics: false });
     app.use(metrics);
     let started = false;
     app.schedule({
@@ -192,7 +192,7 @@ describe("a shared store: once per deployment", () => {
     for (const id of [1, 2]) {
       const db = openSQLite({ file });
       const { app } = newApp();
-      app.schedule({ name: "report", every: 1000, store: defineSQLJobStore(db), run: ({ scheduledAt }) => void ran.push({ app: id, at: scheduledAt.getTime() }) });
+      app.schedule({ name: "report", every: 1000, store: createSQLJobStore(db), run: ({ scheduledAt }) => void ran.push({ app: id, at: scheduledAt.getTime() }) });
       app.onShutdown(() => db.close());
       void app.listen();
     }

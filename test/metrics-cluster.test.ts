@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
 
 // Two real workers under the real supervisor (CLI from source), real sockets, real signals.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));

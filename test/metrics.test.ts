@@ -2,10 +2,9 @@ import { Counter, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, UNMATCHED_ROUTE, created, get, notFound, post, type KConfig } from "../src/index.js";
-import {
-  HTTP_SERVER_DURATION_BUCKETS, PROMETHEUS_CONTENT_TYPE, RequestHistogram, definePrometheus, normalizeMethod,
-  type PrometheusOptions,
-} from "../src/metrics/index.js";
+import { PROMETHEUS_CONTENT_TYPE, createPrometheus, type PrometheusOptions } from "../src/metrics/index.js";
+import { normalizeMethod } from "../src/http/method.js";
+import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "../src/metrics/request-histogram.js";
 import { listenOn } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
@@ -14,7 +13,7 @@ const DURATION = "http_request_duration_seconds";
 
 function buildApp(options: PrometheusOptions = {}, config: KConfig = {}) {
   const app = new App({ logger: captureLogs().logger, ...config });
-  const prometheus = definePrometheus({ defaultMetrics: false, ...options });
+  const prometheus = createPrometheus({ defaultMetrics: false, ...options });
   app.use(prometheus);
   app.route(get("/books/:id", (ctx) => {
     if (ctx.params.id === "missing") throw notFound("no such book");
@@ -119,7 +118,7 @@ describe("http_request_duration_seconds", () => {
   });
 });
 
-describe("definePrometheus", () => {
+describe("createPrometheus", () => {
   it("serves prom-client's default process and Node.js metrics with the prefix, and a custom metric on its registry", async () => {
     const { app, prometheus } = buildApp({ defaultMetrics: true, prefix: "shop_" });
     const orders = new Counter({ name: "shop_orders_total", help: "Orders.", registers: [prometheus.registry] });
@@ -160,12 +159,12 @@ describe("definePrometheus", () => {
   });
 
   it("rejects a non-positive cluster timeout at definition", () => {
-    expect(() => definePrometheus({ clusterTimeoutMs: 0 })).toThrow(/clusterTimeoutMs/);
+    expect(() => createPrometheus({ clusterTimeoutMs: 0 })).toThrow(/clusterTimeoutMs/);
   });
 
   it("records each request once, with a duration that covers the handler", async () => {
     const app = new App({ logger: captureLogs().logger });
-    app.use(definePrometheus({ defaultMetrics: false }));
+    app.use(createPrometheus({ defaultMetrics: false }));
     app.route(get("/slow", async () => {
       await new Promise((resolve) => setTimeout(resolve, 60));
       return { ok: true };
@@ -201,7 +200,7 @@ describe("metrics off the public port", () => {
     expect((await buildApp({ serveOnAppPort: false }, { env: "development" }).app.request("/metrics")).status).toBe(404);
   });
 
-  it("definePrometheus({ port }) serves a listener of its own, opened by listen() and closed by the shutdown (real sockets)", async () => {
+  it("createPrometheus({ port }) serves a listener of its own, opened by listen() and closed by the shutdown (real sockets)", async () => {
     const { app, prometheus } = buildApp({ port: 0, host: "127.0.0.1" }, { env: "production", port: 0 });
     expect(prometheus.listener).toBeUndefined();
     const server = await listenOn(app);
@@ -235,6 +234,6 @@ describe("metrics off the public port", () => {
   });
 
   it("rejects an invalid port at definition", () => {
-    expect(() => definePrometheus({ port: 70_000 })).toThrow("port must be an integer from 0 to 65535, got 70000");
+    expect(() => createPrometheus({ port: 70_000 })).toThrow("port must be an integer from 0 to 65535, got 70000");
   });
 });

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
+import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
 import { hitMany } from "./helpers/hits.js";
 
 // Four real workers under the real supervisor (CLI from source), one client, fresh connections.

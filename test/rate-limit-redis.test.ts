@@ -4,8 +4,8 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { App, get, rateLimit } from "../src/index.js";
-import { defineRedisRateLimitStore, openRedis, redisScript, type RedisConnection } from "../src/redis/index.js";
-import { freePort, killAllChildren } from "./helpers/child.js";
+import { createRedisRateLimitStore, openRedis, defineRedisScript, type RedisConnection } from "../src/redis/index.js";
+import { freePort, killAllChildren } from "../harness/child.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract, take } from "./helpers/rate-limit-contract.js";
 import { startRedis, type TestRedis } from "./helpers/redis.js";
 
@@ -32,25 +32,25 @@ afterAll(async () => {
 describe("Redis: the store contract, two connections", () => {
   rateLimitStoreContract(async () => {
     const prefix = `test${++prefixes}:`;
-    return [defineRedisRateLimitStore(connect(), { prefix }), defineRedisRateLimitStore(connect(), { prefix })];
+    return [createRedisRateLimitStore(connect(), { prefix }), createRedisRateLimitStore(connect(), { prefix })];
   });
 });
 
-describe("defineRedisRateLimitStore / openRedis", () => {
+describe("createRedisRateLimitStore / openRedis", () => {
   it("refuses bad options with their name and value", () => {
     expect(() => openRedis({ url: "http://localhost:6379" })).toThrow(/openRedis: url must be a redis:\/\/ or rediss:\/\/ URL, got "http:\/\/localhost:6379"/);
     expect(() => openRedis({ url: "redis://x", connectTimeoutMs: 0 })).toThrow(/connectTimeoutMs must be a positive integer, got 0/);
-    expect(() => defineRedisRateLimitStore({} as RedisConnection)).toThrow(/pass the connection openRedis\(\) returns/);
-    expect(() => defineRedisRateLimitStore(connect(), { prefix: 3 as unknown as string })).toThrow(/prefix must be a string, got 3/);
+    expect(() => createRedisRateLimitStore({} as RedisConnection)).toThrow(/pass the connection openRedis\(\) returns/);
+    expect(() => createRedisRateLimitStore(connect(), { prefix: 3 as unknown as string })).toThrow(/prefix must be a string, got 3/);
   });
 
   it("one EVALSHA per lease; a server that forgot the script (SCRIPT FLUSH, a restart) gets it again with EVAL", async () => {
     const connection = connect();
-    const store = defineRedisRateLimitStore(connection, { prefix: `test${++prefixes}:` });
+    const store = createRedisRateLimitStore(connection, { prefix: `test${++prefixes}:` });
     expect((await store.take(take())).granted).toBe(3);
     await connection.command(["SCRIPT", "FLUSH"]);
     expect((await store.take(take())).granted).toBe(3);
-    const echo = redisScript("return ARGV[1]");
+    const echo = defineRedisScript("return ARGV[1]");
     expect(await connection.run(echo, [], ["hello"])).toBe("hello");
     // The counter expires when its window no longer counts (two windows after its start): no sweeping.
     const keys = (await connection.command(["KEYS", `test${prefixes}:*`])) as string[];
@@ -66,7 +66,7 @@ describe("defineRedisRateLimitStore / openRedis", () => {
 });
 
 /** An App whose limiter (5 a minute, a lease per request) waits 300 ms for `store`. */
-function limited(onStoreError: "allow" | "reject", store = defineRedisRateLimitStore(connect(), { prefix: `test${++prefixes}:` })): App {
+function limited(onStoreError: "allow" | "reject", store = createRedisRateLimitStore(connect(), { prefix: `test${++prefixes}:` })): App {
   const app = new App({ port: 0 });
   app.group("/", rateLimit({ limit: 5, windowMs: 60_000, batch: 1, storeTimeoutMs: 300, onStoreError, store })).route(get("/hit", () => ({ ok: true })));
   return app;
@@ -101,7 +101,7 @@ describe("Redis paused or gone: the limiter's storeTimeoutMs and onStoreError", 
   it("no server at all: commands fail at once (no offline queue), so the limiter decides at once", async () => {
     const gone = openRedis({ url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 1000 });
     opened.push(gone);
-    const store = defineRedisRateLimitStore(gone);
+    const store = createRedisRateLimitStore(gone);
     await expect(store.take(take())).rejects.toThrow();
     const [open, closed] = [limited("allow", store), limited("reject", store)];
     expect((await open.request("/hit")).status).toBe(200);

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
-import { defineSQLRateLimitStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
-import { killAllChildren } from "./helpers/child.js";
+import { createSQLRateLimitStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { killAllChildren } from "../harness/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract } from "./helpers/rate-limit-contract.js";
 
@@ -37,7 +37,7 @@ describe("SQLite: the store contract, two handles on one file", () => {
     const file = join(dir, `limits-${++files}.db`);
     const dbs = [openSQLite({ file }), openSQLite({ file })];
     opened.push(...dbs);
-    return dbs.map((db) => defineSQLRateLimitStore(db));
+    return dbs.map((db) => createSQLRateLimitStore(db));
   });
 });
 
@@ -55,6 +55,6 @@ describe("PostgreSQL: the store contract, two pools", () => {
     const url = await pg.createDatabase();
     const dbs = [openPostgres({ url, max: 4 }), openPostgres({ url, max: 4 })];
     opened.push(...dbs);
-    return dbs.map((db) => defineSQLRateLimitStore(db));
+    return dbs.map((db) => createSQLRateLimitStore(db));
   });
 });

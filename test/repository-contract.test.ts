@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
 import { InMemoryRepository } from "../src/index.js";
-import { defineSQLRepository, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLRepository, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { describeRepositoryContract, ITEM_COLUMNS, type Item } from "./helpers/repository-contract.js";
 
@@ -24,7 +24,7 @@ afterAll(async () => {
 
 function onTable(db: SQLDatabase) {
   opened.push(db);
-  return defineSQLRepository<Item>(db, { table: "items", columns: ITEM_COLUMNS });
+  return createSQLRepository<Item>(db, { table: "items", columns: ITEM_COLUMNS });
 }
 
 describeRepositoryContract("InMemoryRepository", async () => new InMemoryRepository<Item>((i) => i.id));

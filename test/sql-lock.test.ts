@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App, post } from "../src/index.js";
-import { defineDatabaseModule, defineSQLJobStore, defineSQLRateLimitStore, defineSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
-import { spawnChild, type Child } from "./helpers/child.js";
+import { createDatabaseModule, createSQLJobStore, createSQLRateLimitStore, createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { spawnChild, type Child } from "../harness/child.js";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -40,10 +40,10 @@ async function bookstore(busyTimeoutMs: number) {
   const file = newFile();
   const db = openSQLite({ file, busyTimeoutMs });
   opened.push(db);
-  const rows = defineSQLRepository<Row>(db, { table: "rows", columns: { id: "text" } });
+  const rows = createSQLRepository<Row>(db, { table: "rows", columns: { id: "text" } });
   await rows.init();
   const app = new App({ port: 0, logger: captureLogs().logger });
-  app.use(defineDatabaseModule(db));
+  app.use(createDatabaseModule(db));
   app.route(post("/rows", {}, async () => rows.create(undefined, { id: crypto.randomUUID() })));
   return { file, db, app, rows };
 }
@@ -97,8 +97,8 @@ describe("a foreign process holding the SQLite write lock", () => {
     const timer = setInterval(() => ticks++, 10);
     try {
       const migration = timed(db.migrate((tx) => tx.query("CREATE TABLE t (x INTEGER)")).catch((error: unknown) => error));
-      const rateLimit = defineSQLRateLimitStore(db).take({ key: "k", limit: 5, windowMs: 60_000, algorithm: "fixed", now: Date.now(), want: 1 }).catch((error: unknown) => error);
-      const claim = defineSQLJobStore(db).claim("job", new Date(0), "me", new AbortController().signal).catch((error: unknown) => error);
+      const rateLimit = createSQLRateLimitStore(db).take({ key: "k", limit: 5, windowMs: 60_000, algorithm: "fixed", now: Date.now(), want: 1 }).catch((error: unknown) => error);
+      const claim = createSQLJobStore(db).claim("job", new Date(0), "me", new AbortController().signal).catch((error: unknown) => error);
       const { value: error, ms } = await migration;
       expect(ms).toBeGreaterThan(900);
       // The timer kept running while the three writers waited (blocked, it would not tick at all).

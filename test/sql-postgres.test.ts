@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
-import { defineDatabaseModule, defineSQLHealthChecker, defineSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
+import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
 import { captureLogs } from "./helpers/logs.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
-import { delay } from "./helpers/child.js";
+import { delay } from "../harness/child.js";
 
 let pg: TestPostgres;
 let admin: SQLDatabase;
@@ -14,7 +14,7 @@ const open = (url: string, max?: number) => {
   return db;
 };
 type Row = { id: string; writer: string };
-const table = (db: SQLDatabase, seed?: Row[]) => defineSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
+const table = (db: SQLDatabase, seed?: Row[]) => createSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
 
 /** Rows of pg_stat_activity running `pg_sleep` (other than the probe itself). */
 async function sleepers(): Promise<{ pid: number; state: string }[]> {
@@ -66,10 +66,10 @@ describe("openPostgres", () => {
   });
 
   it("reports DOWN within the health timeout when the server is unreachable, and UP when it answers", async () => {
-    const up = defineSQLHealthChecker(open(await pg.createDatabase()));
+    const up = createSQLHealthChecker(open(await pg.createDatabase()));
     await up.check(new AbortController().signal);
     // A port nothing listens on: the connection attempt fails or times out; either way DOWN, fast.
-    const down = defineSQLHealthChecker(openPostgres({ url: "postgres://keelson@127.0.0.1:1/none", connectTimeoutSeconds: 30 }), { timeoutMs: 300 });
+    const down = createSQLHealthChecker(openPostgres({ url: "postgres://keelson@127.0.0.1:1/none", connectTimeoutSeconds: 30 }), { timeoutMs: 300 });
     const started = Date.now();
     await expect(Promise.resolve(down.check(new AbortController().signal))).rejects.toBeDefined();
     expect(Date.now() - started).toBeLessThan(5_000);
@@ -81,7 +81,7 @@ describe("openPostgres", () => {
     const db = openPostgres({ url });
     const rows = table(db);
     const app = new App({ logger: captureLogs().logger });
-    app.use(defineDatabaseModule(db));
+    app.use(createDatabaseModule(db));
     const { post } = await import("../src/index.js");
     app.route(post("/rows", {}, async () => rows.create(undefined, { id: "same", writer: "app" })));
     expect(await (await app.request("/health")).json()).toMatchObject({ status: "UP", checks: { database: "UP" } });

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
-import { defineDatabaseModule, defineSQLHealthChecker, defineSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
-import { spawnChild } from "./helpers/child.js";
+import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { spawnChild } from "../harness/child.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
@@ -18,7 +18,7 @@ const open = (file: string) => {
   return db;
 };
 type Row = { id: string; writer: string };
-const table = (db: SQLDatabase, seed?: Row[]) => defineSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
+const table = (db: SQLDatabase, seed?: Row[]) => createSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
 
 afterAll(async () => {
   for (const db of opened) await db.close();
@@ -111,8 +111,8 @@ describe("openSQLite", () => {
 
   it("rejects table and column names that are not plain identifiers", () => {
     const db = open(":memory:");
-    expect(() => defineSQLRepository(db, { table: 'x"; DROP TABLE y; --', columns: { id: "text" } })).toThrow(/invalid SQL identifier/);
-    expect(() => defineSQLRepository<{ id: string; "a b": string }>(db, { table: "x", columns: { id: "text", "a b": "text" } })).toThrow(/invalid SQL identifier/);
+    expect(() => createSQLRepository(db, { table: 'x"; DROP TABLE y; --', columns: { id: "text" } })).toThrow(/invalid SQL identifier/);
+    expect(() => createSQLRepository<{ id: string; "a b": string }>(db, { table: "x", columns: { id: "text", "a b": "text" } })).toThrow(/invalid SQL identifier/);
   });
 });
 
@@ -123,12 +123,12 @@ async function runWithoutPostgres(...args: string[]): Promise<string> {
   return child.output();
 }
 
-describe("defineDatabaseModule on SQLite", () => {
+describe("createDatabaseModule on SQLite", () => {
   it("answers /health UP, a duplicate id is a 409 response, and shutdown closes the database", async () => {
     const db = openSQLite({ file: newFile() });
     const rows = table(db);
     const app = new App({ logger: captureLogs().logger, port: 0 });
-    app.use(defineDatabaseModule(db));
+    app.use(createDatabaseModule(db));
     app.route((await import("../src/index.js")).post("/rows", {}, async () => rows.create(undefined, { id: "same", writer: "app" })));
     expect(await (await app.request("/health")).json()).toMatchObject({ status: "UP", checks: { database: "UP" } });
     expect((await app.request("/rows", { method: "POST" })).status).toBe(200);
@@ -139,6 +139,6 @@ describe("defineDatabaseModule on SQLite", () => {
     const report = await app.close();
     expect(report.failedHooks).toEqual([]);
     await expect(db.query("SELECT 1")).rejects.toThrow("the database is closed");
-    await expect(Promise.resolve(defineSQLHealthChecker(db).check(new AbortController().signal))).rejects.toThrow("closed");
+    await expect(Promise.resolve(createSQLHealthChecker(db).check(new AbortController().signal))).rejects.toThrow("closed");
   });
 });

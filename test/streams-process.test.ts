@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
-import { freePort, spawnChild } from "./helpers/child.js";
+import { freePort, spawnChild } from "../harness/child.js";
 import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
 afterEach(() => killAll());

@@ -9,7 +9,7 @@ import { ReplayLog } from "../src/streams/replay-log.js";
 import { StreamHub } from "../src/streams/hub.js";
 import { streamsDatabaseUrl } from "../src/streams/broker.js";
 import { captureLogs } from "./helpers/logs.js";
-import { definePrometheus } from "../src/metrics/index.js";
+import { createPrometheus } from "../src/metrics/index.js";
 
 const decoder = new TextDecoder();
 
@@ -267,7 +267,7 @@ describe("KEELSON_STREAMS_DATABASE_URL", () => {
 describe("keelson_open_streams", () => {
   it("counts the open event streams of a route in the Prometheus exposition", async () => {
     const app = new App({ logger: captureLogs().logger, disableHealth: true });
-    const prometheus = definePrometheus({ defaultMetrics: false, cluster: false });
+    const prometheus = createPrometheus({ defaultMetrics: false, cluster: false });
     app.use(prometheus);
     app.route(sse("/feed", () => {}));
     apps.push(app);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
-import { freePort, spawnChild, type Child } from "./helpers/child.js";
+import { freePort, spawnChild, type Child } from "../harness/child.js";
 
 // The CLI's runtime setup, through the real CLI with cwd in a temp folder (where `.env` is looked for):
 // `.env` loading, and the compile cache turned on for the supervisor and inherited by its workers.

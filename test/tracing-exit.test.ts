@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { killAllChildren, spawnChild } from "./helpers/child.js";
+import { killAllChildren, spawnChild } from "../harness/child.js";
 
 // The example service with OTEL_EXPORTER_OTLP_ENDPOINT pointing at a fake OTLP/HTTP collector:
 // spans wait in the batch processor until SIGTERM's shutdown hook flushes them.

@@ -8,7 +8,8 @@ import { z } from "zod";
 import { App, get, internal, notFound, post, serviceUnavailable } from "../src/index.js";
 import { request as httpRequest } from "node:http";
 import { splitHost } from "../src/tracing/otel-tracer.js";
-import { getOtelSpan, otelTracer, readTraceparent, withSpan } from "../src/tracing/index.js";
+import { getOtelSpan, createOtelTracer, withSpan } from "../src/tracing/index.js";
+import { readTraceparent } from "../src/tracing/traceparent.js";
 import { listenOn } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -24,7 +25,7 @@ const PARENT_ID = "00f067aa0ba902b7";
 function buildApp() {
   const logs = captureLogs("json");
   const app = new App({ logger: logs.logger });
-  app.setTracer(otelTracer({ tracerProvider: provider }));
+  app.setTracer(createOtelTracer({ tracerProvider: provider }));
   app.route(get("/books/:id", (ctx) => {
     if (ctx.params.id === "missing") throw notFound("no such book");
     if (ctx.params.id === "panic") throw new TypeError("a bug");
@@ -81,7 +82,7 @@ describe("server spans", () => {
 
   it("reads server.address and server.port from the Host header on a real socket", async () => {
     const app = new App({ port: 0, logger: captureLogs("json").logger });
-    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.setTracer(createOtelTracer({ tracerProvider: provider }));
     app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
     const server = await listenOn(app);
     const hostOf = async (host: string) => {
@@ -104,7 +105,7 @@ describe("server spans", () => {
 
   it("reads user_agent.original on a real socket as Headers#get does: absent, one, or repeated ones joined", async () => {
     const app = new App({ port: 0, logger: captureLogs("json").logger });
-    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.setTracer(createOtelTracer({ tracerProvider: provider }));
     app.route(get("/ua", () => ({ ok: true })));
     const server = await listenOn(app);
     // Raw header pairs: node's parser keeps only the first User-Agent, Headers joins them all.
@@ -214,7 +215,7 @@ describe("trace context", () => {
 
   it("continues a traceparent on a real socket, where repeated tracestate headers are joined as one list", async () => {
     const app = new App({ port: 0, logger: captureLogs("json").logger });
-    app.setTracer(otelTracer({ tracerProvider: provider }));
+    app.setTracer(createOtelTracer({ tracerProvider: provider }));
     app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
     const server = await listenOn(app);
     try {
@@ -283,7 +284,7 @@ describe("trace context", () => {
   it("can use the global propagator instead of the built-in W3C parser", async () => {
     const app = new App({ logger: captureLogs().logger });
     const seen: string[] = [];
-    app.setTracer(otelTracer({
+    app.setTracer(createOtelTracer({
       tracerProvider: provider,
       propagator: { extract: (ctx, carrier, getter) => (seen.push(String(getter.get(carrier, "x-custom"))), ctx) },
     }));
@@ -342,7 +343,7 @@ describe("without an SDK (only @opentelemetry/api)", () => {
   it("records nothing, reads no header and logs no trace id, even for an incoming traceparent", async () => {
     const logs = captureLogs("json");
     const app = new App({ logger: logs.logger });
-    app.setTracer(otelTracer());
+    app.setTracer(createOtelTracer());
     app.route(get("/x", (ctx) => {
       const child = ctx.startSpan("child");
       child.setAttribute("a", 1);
@@ -360,7 +361,7 @@ describe("without an SDK (only @opentelemetry/api)", () => {
 
   it("picks up an SDK registered globally after the tracer was made", async () => {
     const app = new App({ logger: captureLogs().logger });
-    app.setTracer(otelTracer());
+    app.setTracer(createOtelTracer());
     app.route(get("/late", () => ({ ok: true })));
     await app.request("/late");
     expect(spans()).toHaveLength(0);
@@ -375,7 +376,7 @@ describe("without an SDK (only @opentelemetry/api)", () => {
 
   it("treats a tracer from an SDK provider as recording even when nothing is registered globally", async () => {
     const app = new App({ logger: captureLogs().logger });
-    app.setTracer(otelTracer(provider.getTracer("mine")));
+    app.setTracer(createOtelTracer(provider.getTracer("mine")));
     app.route(get("/own", () => ({ ok: true })));
     await app.request("/own");
     expect(onlyServerSpan().instrumentationScope.name).toBe("mine");

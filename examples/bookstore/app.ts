@@ -1,7 +1,7 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, envNumber, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
-import { defineDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { createDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
 import { bookstoreSecret, requireWriter } from "./auth.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";
@@ -74,7 +74,7 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
   setupTelemetry(app);
   app.registerScheduler(new HeartbeatScheduler());
   // /health runs SELECT 1; the connection closes in a shutdown hook.
-  app.use(defineDatabaseModule(database));
+  app.use(createDatabaseModule(database));
   // The write routes need a bearer token with books:write (`make token` prints one).
   const { secret, warning } = bookstoreSecret();
   if (warning) app.logger.warn(warning);

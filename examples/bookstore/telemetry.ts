@@ -1,6 +1,6 @@
 import { trace } from "@opentelemetry/api";
 import type { App } from "../../src/index.js";
-import { definePrometheus } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
 
 /**
  * Metrics always (GET /metrics on the supervisor's metrics port, cluster-wide; on the App's port
@@ -9,7 +9,7 @@ import { definePrometheus } from "../../src/metrics/index.js";
  * batched and sent over OTLP/HTTP, and flushed by a shutdown hook within the shutdown budget.
  */
 export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): void {
-  app.use(definePrometheus());
+  app.use(createPrometheus());
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return;
   // A module with an async register step: listen() waits for it, and the OpenTelemetry SDK and
   // the OTLP exporter (most of this service's start-up time) load only when traces are exported.
@@ -18,7 +18,7 @@ export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): 
 
 async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
   // The API is imported statically: prom-client loads it at start-up anyway (for exemplars).
-  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { otelTracer }] = await Promise.all([
+  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { createOtelTracer }] = await Promise.all([
     import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/resources"),
     import("@opentelemetry/sdk-trace-base"),
@@ -34,7 +34,7 @@ async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
   });
   // Global too, so spans started with the OpenTelemetry API in application code are exported.
   trace.setGlobalTracerProvider(provider);
-  app.setTracer(otelTracer({ tracerProvider: provider }));
+  app.setTracer(createOtelTracer({ tracerProvider: provider }));
   app.onShutdown(async function flushSpans(signal) {
     // Hooks run after the drain: every request's span has ended and sits in the batch queue.
     await untilAborted(provider.shutdown(), signal, "span export did not finish within the shutdown budget");

@@ -4,9 +4,9 @@
 // FLEET_JOBS_FILE, and the Prometheus metrics. The shutdown settings are the Kubernetes manifests'.
 import { appendFileSync } from "node:fs";
 import { App, get, rateLimit } from "../../src/index.js";
-import { definePrometheus } from "../../src/metrics/index.js";
-import { defineRedisRateLimitStore, openRedis } from "../../src/redis/index.js";
-import { defineSQLJobStore, defineSQLRateLimitStore, openPostgres } from "../../src/sql/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
+import { createRedisRateLimitStore, openRedis } from "../../src/redis/index.js";
+import { createSQLJobStore, createSQLRateLimitStore, openPostgres } from "../../src/sql/index.js";
 
 const env = (name: string): string => {
   const value = process.env[name];
@@ -26,18 +26,18 @@ const app = new App({
   shutdownDelay: Number(process.env.KEELSON_SHUTDOWN_DELAY_MS ?? 0),
   shutdownTimeout: Number(process.env.KEELSON_SHUTDOWN_TIMEOUT_MS ?? 10_000),
 });
-app.use(definePrometheus({ defaultMetrics: false }));
+app.use(createPrometheus({ defaultMetrics: false }));
 app.route(get("/hello", () => ({ pod })));
 const limited = (store: "redis" | "pg") => rateLimit({
   name: `${store}-${run}`, limit: 100, windowMs: 86_400_000, key: () => "fleet",
-  store: store === "redis" ? defineRedisRateLimitStore(redis) : defineSQLRateLimitStore(db),
+  store: store === "redis" ? createRedisRateLimitStore(redis) : createSQLRateLimitStore(db),
 });
 app.group("/redis", limited("redis")).route(get("/limited", () => ({ pod })));
 app.group("/pg", limited("pg")).route(get("/limited", () => ({ pod })));
 app.schedule({
   name: "fleet-tick",
   every: 1000,
-  store: defineSQLJobStore(db),
+  store: createSQLJobStore(db),
   async run({ scheduledAt, signal }) {
     const tick = scheduledAt.toISOString();
     console.log(`FLEETJOB started ${tick} ${pod} ${process.pid}`);

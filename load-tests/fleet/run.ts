@@ -10,7 +10,7 @@ import { Agent, request } from "node:http";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { delay, freePort, spawnChild, type Child } from "../../test/helpers/child.js";
+import { delay, freePort, spawnChild, type Child } from "../../harness/child.js";
 import { startPostgres } from "../../test/helpers/postgres.js";
 import { startRedis } from "../../test/helpers/redis.js";
 

@@ -3,7 +3,7 @@
 // request log line as it arrives would take CPU from the load generator; request lines are counted, not kept.
 import * as fs from "node:fs";
 import * as path from "node:path";
-import { freePort, spawnChild } from "../../test/helpers/child.js";
+import { freePort, spawnChild } from "../../harness/child.js";
 
 export interface ClusterSpec {
   /** The repository root (holds dist/ and node_modules/). */

@@ -50,4 +50,4 @@ export async function cpuUsage(origin: string): Promise<CpuUsage> {
   return { user, system };
 }
 
-export { delay as sleep } from "../../test/helpers/child.js";
+export { delay as sleep } from "../../harness/child.js";

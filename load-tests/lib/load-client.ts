@@ -1,7 +1,7 @@
 // Harness side of the load-generator child: spawn it pinned, send jobs, await replies.
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { adopt as track } from "../../test/helpers/child.js";
+import { adopt as track } from "../../harness/child.js";
 import type { LoadJob, LoaderReply, LoadResult } from "./types.js";
 
 interface Pending {

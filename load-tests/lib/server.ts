@@ -1,7 +1,7 @@
 // Starting, probing and stopping one server under test, always bounded in time, through the
 // shared process harness (its output goes to a file, so the harness costs the load nothing).
 import { performance } from "node:perf_hooks";
-import { freePort, spawnChild, type Child } from "../../test/helpers/child.js";
+import { freePort, spawnChild, type Child } from "../../harness/child.js";
 import { request, sleep } from "./http.js";
 
 export { freePort };

@@ -25,7 +25,7 @@ import { parseArgs } from "node:util";
 import autocannon from "autocannon";
 import { ALL_TARGETS, checkOrigin, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
 import { builtServers } from "../lib/build.js";
-import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
+import { killAllChildren as killAll, adopt as track } from "../../harness/child.js";
 import { freePort } from "../lib/server.js";
 import type { Scenario } from "../lib/types.js";
 

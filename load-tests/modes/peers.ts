@@ -6,7 +6,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { BUNDLED_TARGETS, estimateSec, parseConfig, SCENARIOS, USAGE, type Config } from "../lib/args.js";
 import { builtServers, type Build } from "../lib/build.js";
-import { killAllChildren as killAll } from "../../test/helpers/child.js";
+import { killAllChildren as killAll } from "../../harness/child.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning, describeMachine, type Pinning } from "../lib/machine.js";
 import { formatMachine, formatTables, writeResults } from "../lib/report.js";

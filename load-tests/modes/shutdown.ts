@@ -10,7 +10,7 @@ import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { builtServers } from "../lib/build.js";
-import { killAllChildren as killAll, adopt as track } from "../../test/helpers/child.js";
+import { killAllChildren as killAll, adopt as track } from "../../harness/child.js";
 import { sleep } from "../lib/http.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning } from "../lib/machine.js";

@@ -12,7 +12,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killAllChildren } from "../../test/helpers/child.js";
+import { killAllChildren } from "../../harness/child.js";
 import { builtServers } from "../lib/build.js";
 import { startCluster } from "../lib/cluster.js";
 import { request } from "../lib/http.js";

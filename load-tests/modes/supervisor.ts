@@ -6,7 +6,7 @@
 import { cpus } from "node:os";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { killAllChildren } from "../../test/helpers/child.js";
+import { killAllChildren } from "../../harness/child.js";
 import { startCluster, type Cluster } from "../lib/cluster.js";
 import { sleep } from "../lib/http.js";
 import { LoadClient } from "../lib/load-client.js";

@@ -1,6 +1,6 @@
 // Per-request cost of keelson's observability, in-process (`app.request()` in a loop, no
-// socket, every request carrying a traceparent): the no-op tracer against otelTracer() with
-// only @opentelemetry/api (no SDK), otelTracer() on the SDK with a batch processor and an
+// socket, every request carrying a traceparent): the no-op tracer against createOtelTracer() with
+// only @opentelemetry/api (no SDK), createOtelTracer() on the SDK with a batch processor and an
 // exporter that drops everything, and the Prometheus collector. A second table times the
 // tracer's own per-request calls (startRequestSpan + endRequestSpan on one captured event) and
 // the collector's observeRequest in a tight loop: small numbers that end-to-end noise hides.
@@ -15,8 +15,8 @@ import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanEx
 import { H3, type H3Event } from "h3";
 import { Histogram, Registry } from "prom-client";
 import { App, Logger, get, noopTracer, type MetricsCollector, type Tracer } from "../../src/index.js";
-import { definePrometheus } from "../../src/metrics/index.js";
-import { otelTracer } from "../../src/tracing/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
+import { createOtelTracer } from "../../src/tracing/index.js";
 
 const { values } = parseArgs({ options: { requests: { type: "string", default: "5000" }, rounds: { type: "string", default: "15" } } });
 const REQUESTS = Number(values.requests);
@@ -51,9 +51,9 @@ const exporter = new DroppingExporter();
 const provider = new BasicTracerProvider({ spanProcessors: [new BatchSpanProcessor(exporter, { maxQueueSize: 65_536 })] });
 const variants: Variant[] = [
   { name: "noop tracer (default)", app: buildApp(() => {}), samples: [] },
-  { name: "otelTracer(), API only, no SDK", app: buildApp((app) => app.setTracer(otelTracer())), samples: [] },
-  { name: "otelTracer(), SDK + batch + dropping exporter", app: buildApp((app) => app.setTracer(otelTracer({ tracerProvider: provider }))), samples: [] },
-  { name: "definePrometheus() collector (no tracer)", app: buildApp((app) => app.use(definePrometheus({ defaultMetrics: false }))), samples: [] },
+  { name: "createOtelTracer(), API only, no SDK", app: buildApp((app) => app.setTracer(createOtelTracer())), samples: [] },
+  { name: "createOtelTracer(), SDK + batch + dropping exporter", app: buildApp((app) => app.setTracer(createOtelTracer({ tracerProvider: provider }))), samples: [] },
+  { name: "createPrometheus() collector (no tracer)", app: buildApp((app) => app.use(createPrometheus({ defaultMetrics: false }))), samples: [] },
 ];
 // Every variant gets the same request, from a traced caller: only the app differs.
 const REQUEST_INIT: RequestInit = { headers: { traceparent: TRACEPARENT } };
@@ -121,16 +121,16 @@ const plain = await captureEvent();
 const traced = await captureEvent({ headers: { traceparent: TRACEPARENT } });
 const end = { route: "/books/:id", status: 200, error: undefined };
 const spanCost = (tracer: Tracer, event: H3Event) => time(200_000, () => tracer.endRequestSpan(tracer.startRequestSpan(event), end));
-const sdkTracer = otelTracer({ tracerProvider: provider });
-const histogram: MetricsCollector = definePrometheus({ defaultMetrics: false }).collector;
+const sdkTracer = createOtelTracer({ tracerProvider: provider });
+const histogram: MetricsCollector = createPrometheus({ defaultMetrics: false }).collector;
 const promHistogram = new Histogram({ name: "h", help: "h", labelNames: ["method", "route", "status_code"], registers: [new Registry()] });
 const promChild = promHistogram.labels("GET", "/books/:id", "200");
 const isolated: Array<[string, number]> = [
   ["noop tracer", spanCost(noopTracer, plain)],
-  ["otelTracer(), API only, no SDK", spanCost(otelTracer(), plain)],
-  ["otelTracer(), API only, with traceparent", spanCost(otelTracer(), traced)],
-  ["otelTracer(), SDK (batch, dropping exporter)", spanCost(sdkTracer, plain)],
-  ["otelTracer(), SDK, with traceparent", spanCost(sdkTracer, traced)],
+  ["createOtelTracer(), API only, no SDK", spanCost(createOtelTracer(), plain)],
+  ["createOtelTracer(), API only, with traceparent", spanCost(createOtelTracer(), traced)],
+  ["createOtelTracer(), SDK (batch, dropping exporter)", spanCost(sdkTracer, plain)],
+  ["createOtelTracer(), SDK, with traceparent", spanCost(sdkTracer, traced)],
   ["raw SDK tracer.startSpan().end() for comparison", time(200_000, () => provider.getTracer("raw").startSpan("x").end())],
   ["Prometheus observeRequest (cached series)", time(2_000_000, () => histogram.observeRequest("GET", "/books/:id", 200, 0.003))],
   ["prom-client histogram.labels(...).observe(), for comparison", time(200_000, () => promChild.observe(0.003))],

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { adopt, killAllChildren } from "../../test/helpers/child.js";
+import { adopt, killAllChildren } from "../../harness/child.js";
 import { freePort } from "../lib/server.js";
 import { median } from "../lib/stats.js";
 

@@ -10,7 +10,7 @@ import * as http from "node:http";
 import type { AddressInfo } from "node:net";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { adopt as track } from "../../test/helpers/child.js";
+import { adopt as track } from "../../harness/child.js";
 import { sleep } from "../lib/http.js";
 import { readRssMb } from "../lib/machine.js";
 import { rawRequest, type RawRequest } from "../lib/raw-http.js";

@@ -1,12 +1,13 @@
 // 10,000 requests to random unknown paths, with random methods, against a keelson App with
-// definePrometheus(), listening on a real socket (127.0.0.1, port 0) in this process: the series
+// createPrometheus(), listening on a real socket (127.0.0.1, port 0) in this process: the series
 // of http_request_duration_seconds may grow only by a fixed set (method label × status, on the
 // route labels `__unmatched__` and `/**`, the CORS preflight route that answers OPTIONS on any
 // path), never with the number of distinct paths, and no path ever shows up in /metrics.
 import { randomBytes, randomInt } from "node:crypto";
 import * as http from "node:http";
 import { App, get, newLoggerWithFormat, post, UNMATCHED_ROUTE } from "../../src/index.js";
-import { definePrometheus, normalizeMethod } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
+import { normalizeMethod } from "../../src/http/method.js";
 import { request, sleep } from "../lib/http.js";
 import { table, verdict, type Context, type Verdict } from "./common.js";
 
@@ -56,7 +57,7 @@ function send(agent: http.Agent, port: number, method: string, path: string): Pr
 export async function randomPaths(_context: Context): Promise<Verdict> {
   const logger = newLoggerWithFormat(true, "json").withWriter({ write: () => undefined });
   const app = new App({ serviceName: "random-paths", env: "production", host: "127.0.0.1", port: 0, logger, shutdownTimeout: 3_000 });
-  app.use(definePrometheus());
+  app.use(createPrometheus());
   app.route(get("/hello", () => ({ hello: "world" })));
   app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
   app.route(post("/books", () => ({ ok: true })));

@@ -5,7 +5,7 @@ import * as diagnostics from "node:diagnostics_channel";
 import * as fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { App, get, newLoggerWithFormat } from "../../src/index.js";
-import { definePrometheus } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/metrics/index.js";
 import { HOST, logFile, port } from "./common.js";
 import { startApp } from "./keelson-app.js";
 
@@ -15,7 +15,7 @@ const app = new App({
   serviceName: "bench-cpu", env: "production", logger, host: HOST, port: port(),
   loadShedding: process.env.SHED === "1" ? { maxEventLoopDelay: Number(process.env.SHED_DELAY_MS ?? 50), maxQueueDelay: Number(process.env.SHED_QUEUE_MS ?? 1) } : false,
 });
-app.use(definePrometheus({ defaultMetrics: false }));
+app.use(createPrometheus({ defaultMetrics: false }));
 app.route(get("/cpu", () => {
   const until = performance.now() + cpuMs;
   let spins = 0;

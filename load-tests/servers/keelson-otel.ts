@@ -3,5 +3,5 @@
 import "./otel-sdk.js";
 import { buildApp, startApp } from "./keelson-app.js";
 
-// buildApp()'s otelTracer() follows the global provider: registered above, so every request gets a span.
+// buildApp()'s createOtelTracer() follows the global provider: registered above, so every request gets a span.
 await startApp(buildApp());

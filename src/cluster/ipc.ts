@@ -240,3 +240,6 @@ export class Channel<Out extends object, In extends object> {
     }
   }
 }
+
+/** The channel to the primary, from a worker; the primary's side is `cluster.Worker`. */
+export type PrimaryChannel = Channel<WorkerMessages, PrimaryMessages>;

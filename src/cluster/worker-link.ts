@@ -1,7 +1,7 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
-import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "./ipc.js";
+import { Channel, type Endpoint, type Envelope, type PrimaryChannel } from "./ipc.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
 /**
@@ -11,8 +11,6 @@ import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
  * itself when the primary is gone (even SIGKILLed), so an orphan never outlives its budget.
  */
 
-/** The channel to the primary, from a worker; the primary's side is `cluster.Worker`. */
-export type PrimaryChannel = Channel<WorkerMessages, PrimaryMessages>;
 
 /** What the link needs from the App it reports on. */
 export interface LinkedApp {

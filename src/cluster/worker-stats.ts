@@ -1,7 +1,6 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from "node:perf_hooks";
-import { defineIpcMessage } from "./ipc.js";
+import { defineIpcMessage, type PrimaryChannel } from "./ipc.js";
 import { fdUsage, memoryUsage } from "./process-usage.js";
-import type { PrimaryChannel } from "./worker-link.js";
 
 /** One worker's load, sent to the primary every heartbeat period for `keelson status`. */
 export interface WorkerStats {

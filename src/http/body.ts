@@ -5,8 +5,8 @@ import { createError } from "../errors.js";
 const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 
 /**
- * Deepest nesting of arrays and objects a JSON body may have. V8 parses 100k levels of `[[[…]]]`
- * (200 KB) happily, but JSON.stringify, recursive validators and application code then overflow
+ * Deepest nesting of arrays and objects a JSON body may have. V8 parses a far deeper `[[[…]]]`
+ * from a small body happily, but JSON.stringify, recursive validators and application code then overflow
  * the stack: a 500 the client could trigger at will.
  */
 export const MAX_JSON_DEPTH = 256;
@@ -47,8 +47,8 @@ function bodyIncomplete(cause: unknown) {
 
 /**
  * Reads a Node request stream straight into one Buffer. Going through the web `Request`
- * (srvx's NodeRequest → ReadableStream, plus h3's size-limiting TransformStream) cost about
- * 4x the whole request on a small POST; this stays on Node streams and stops at the limit.
+ * (srvx's NodeRequest → ReadableStream, plus h3's size-limiting TransformStream) cost more than
+ * the rest of a small POST together; this stays on Node streams and stops at the limit.
  */
 function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -114,7 +114,7 @@ function parseJSON(text: string): unknown {
 /**
  * Content-Length, Content-Type and whether Transfer-Encoding is present. On Node, read from the
  * parsed header object: Headers#get lower-cases the name and, for these two, scans every raw header
- * for a repeat to join (about 1,700 instructions a POST). The answers are the same: llhttp refuses a
+ * for a repeat to join, on every POST. The answers are the same: llhttp refuses a
  * request with two Content-Lengths, and the Content-Type check looks only at the start of the value,
  * which is the first header's either way.
  */

@@ -3,9 +3,8 @@ import type { AuthInfo } from "../auth/principal.js";
 import type { Span, Translator, Tracer } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { parsePagination, type PageQuery } from "../pagination.js";
-import type { RawQuery } from "./route.js";
 import { negotiateLanguage } from "./language.js";
-import { readQuery } from "./query.js";
+import { readQuery, type RawQuery } from "./query.js";
 import type { OpenStreams } from "../streams/open-streams.js";
 
 /** What a handler context needs from its App; kept small so contexts stay cheap to build. */

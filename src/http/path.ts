@@ -1,4 +1,4 @@
-// Its own module so the docs can join paths without importing group.ts, which names the App.
+// Its own module so config resolution and the docs can join paths without importing the App.
 
 /**
  * Joins path prefixes: no double slashes, no trailing slash (except for `/` itself).

@@ -1,5 +1,10 @@
 import type { H3Event } from "h3";
-import type { RawQuery } from "./route.js";
+
+/**
+ * Raw query: a repeated key becomes an array. A prototype-free object: `constructor`, `toString`
+ * and `__proto__` are keys like any other, and a key that was not sent is `undefined`.
+ */
+export type RawQuery = Record<string, string | string[]>;
 
 /**
  * Query string → object; a repeated key becomes an array. Fresh object per call: callers may

@@ -2,6 +2,9 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Middleware } from "h3";
 import type { HandlerContext } from "./context.js";
 import type { FormLimits } from "./form.js";
+import type { RawQuery } from "./query.js";
+
+export type { RawQuery } from "./query.js";
 
 /** Methods a keelson route can declare. */
 export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -62,11 +65,6 @@ export type PathParams<P extends string> = { [K in ParamNames<P>]: string };
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
 
-/**
- * Raw query: a repeated key becomes an array. A prototype-free object: `constructor`, `toString`
- * and `__proto__` are keys like any other, and a key that was not sent is `undefined`.
- */
-export type RawQuery = Record<string, string | string[]>;
 
 /** The handler's return: a JSON value (200), `created(v)` (201), `noContent()` (204), or a Response. */
 export type HandlerResult = unknown;
@@ -82,6 +80,11 @@ export interface RegisteredRoute {
   readonly route: Route;
   /** The middleware it runs besides the App's global middleware: its groups', then its own. */
   readonly middleware: readonly Middleware[];
+  /**
+   * The App's global middleware (`app.use(fn)`), which runs before it: one list shared by every
+   * route, so middleware added after the route counts too. The document reads their contracts.
+   */
+  readonly appMiddleware?: readonly Middleware[];
 }
 
 /**

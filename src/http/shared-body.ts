@@ -5,7 +5,7 @@ import { HTTPResponse } from "h3";
  * docs bundle, the OpenAPI document): every response shares the one copy.
  *
  * A web `Response` would not do: the fetch spec copies a BufferSource body when the Response is
- * built, so each unread response pinned its own 4.4 MB copy of the bundle (200 slow readers: +365 MB).
+ * built, so each unread response pinned its own copy of the bundle, and memory grew with every slow reader.
  * An h3 `HTTPResponse` reaches srvx as a `FastResponse` around the same bytes, and srvx hands them to
  * the socket in one write: node keeps a reference (no copy) until the kernel, at the pace the client
  * reads, has taken them all.

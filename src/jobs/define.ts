@@ -25,7 +25,7 @@ export interface JobContext {
  * it while the run lasts and marks it finished at the end. A lease that runs out before its tick
  * is finished (the pod died, or lost the database) can be claimed again by anyone: so a tick
  * runs to its end once, and is re-run when its runner disappears. Times are the store's own
- * clock (the database's), never the callers'. keelson/sql's `defineSQLJobStore(db)` is one.
+ * clock (the database's), never the callers'. keelson/sql's `createSQLJobStore(db)` is one.
  */
 export interface JobStore {
   /** How long a claim or a renewal holds the tick, ms (the scheduler renews at a quarter of it). */

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { MetricsCollector, Scheduler } from "../integrations.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import type { PrimaryChannel } from "../cluster/ipc.js";
+import { getPrimaryChannel } from "../cluster/worker-link.js";
 import type { Logger } from "../logging/logger.js";
 import { TickClock } from "./clock.js";
 import { jobSpec, type Job, type JobSpec, type JobStore } from "./define.js";

@@ -1,7 +1,7 @@
 import type { JobLeases, JobStore } from "./define.js";
 import type { SQLDatabase, SQLValue } from "../sql/database.js";
 
-/** Options of `defineSQLJobStore()`. */
+/** Options of `createSQLJobStore()`. */
 export interface SQLJobStoreOptions {
   /** The leases table, created on first use. Default `keelson_job_leases`. */
   table?: string;
@@ -45,7 +45,7 @@ function statement(dialect: SQLDatabase["dialect"], text: string): { text: strin
 
 function positiveWhole(value: number | undefined, fallback: number, minimum: number, what: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isSafeInteger(value) || value < minimum) throw new TypeError(`defineSQLJobStore: ${what} must be a whole number of milliseconds, at least ${minimum}; got ${String(value)}`);
+  if (!Number.isSafeInteger(value) || value < minimum) throw new TypeError(`createSQLJobStore: ${what} must be a whole number of milliseconds, at least ${minimum}; got ${String(value)}`);
   return value;
 }
 
@@ -59,11 +59,11 @@ function positiveWhole(value: number | undefined, fallback: number, minimum: num
  *
  * @example
  * const db = openPostgres({ url: process.env.DATABASE_URL! });
- * app.schedule({ name: "invoices", cron: "0 * * * *", store: defineSQLJobStore(db), run: sendInvoices });
+ * app.schedule({ name: "invoices", cron: "0 * * * *", store: createSQLJobStore(db), run: sendInvoices });
  */
-export function defineSQLJobStore(db: SQLDatabase, options: SQLJobStoreOptions = {}): JobStore {
+export function createSQLJobStore(db: SQLDatabase, options: SQLJobStoreOptions = {}): JobStore {
   const table = options.table ?? "keelson_job_leases";
-  if (!TABLE_NAME.test(table)) throw new TypeError(`defineSQLJobStore: table must be a lowercase SQL identifier, got ${JSON.stringify(table)}`);
+  if (!TABLE_NAME.test(table)) throw new TypeError(`createSQLJobStore: table must be a lowercase SQL identifier, got ${JSON.stringify(table)}`);
   const leaseMs = positiveWhole(options.leaseMs, DEFAULT_LEASE_MS, 1000, "leaseMs");
   const retainMs = positiveWhole(options.retainMs, DEFAULT_RETAIN_MS, 60_000, "retainMs");
   const sql = (text: string) => statement(db.dialect, text);

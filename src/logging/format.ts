@@ -164,8 +164,8 @@ export function textTime(now: number): string {
 
 /**
  * `Date#toISOString()` of `now`, rebuilt only when the millisecond changes, and then from the
- * second's `YYYY-MM-DDTHH:MM:SS.` cached: toISOString() formats through snprintf, about 5,000
- * instructions, which a busy server would otherwise pay every millisecond.
+ * second's `YYYY-MM-DDTHH:MM:SS.` cached: toISOString() formats through snprintf, a cost a busy
+ * server would otherwise pay every millisecond.
  */
 export function isoTime(now: number): string {
   if (now !== isoMillis) {

@@ -4,7 +4,7 @@ import { PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 
 /**
  * A listener of its own for the Prometheus scrape, apart from the service port: used by the
- * supervisor's primary (cluster-wide) and by `definePrometheus({ port })` without it. Plain
+ * supervisor's primary (cluster-wide) and by `createPrometheus({ port })` without it. Plain
  * node:http and no prom-client, so the primary stays light. It answers `GET`/`HEAD` on `path`
  * only, with no CORS headers: a scraper is not a browser, and no web page should read it.
  */

@@ -1,9 +1,10 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
-import type { Module, Router } from "../group.js";
+import type { Module, Router } from "../app.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../http/headers.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import type { PrimaryChannel } from "../cluster/ipc.js";
+import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { get } from "../http/route.js";
 import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { openMetricsListener, type MetricsListener } from "./listener.js";
@@ -12,7 +13,7 @@ import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histog
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
 
-/** Settings of `definePrometheus`; every field is optional. */
+/** Settings of `createPrometheus`; every field is optional. */
 export interface PrometheusOptions {
   /** Path of the scrape endpoint (relative to the group it is installed on). Default `/metrics`. */
   path?: string;
@@ -20,7 +21,7 @@ export interface PrometheusOptions {
   prefix?: string;
   /** prom-client's default process and Node.js metrics, and `keelson_log_lines_dropped_total`. Default true. */
   defaultMetrics?: boolean;
-  /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
+  /** Bucket bounds in seconds. Default: OpenTelemetry's HTTP server advice, `0.005` to `10` (docs/metrics.md). */
   buckets?: readonly number[];
   /** Where metrics are registered; pass prom-client's global `register` to share it. Default: a new Registry. */
   registry?: Registry;
@@ -47,7 +48,7 @@ export interface PrometheusOptions {
   serveOnAppPort?: boolean;
 }
 
-/** The module `definePrometheus` returns: install it with `app.use()`. */
+/** The module `createPrometheus` returns: install it with `app.use()`. */
 export interface PrometheusModule extends Module {
   /** The registry served at `path`: register your own prom-client metrics on it. */
   readonly registry: Registry;
@@ -73,7 +74,7 @@ const MISNAMED_DEFAULT_GAUGES = ["nodejs_active_handles_total", "nodejs_active_r
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
  */
-export function definePrometheus(options: PrometheusOptions = {}): PrometheusModule {
+export function createPrometheus(options: PrometheusOptions = {}): PrometheusModule {
   const prefix = options.prefix ?? "";
   const path = options.path ?? "/metrics";
   const registry = options.registry ?? new Registry();

@@ -1,6 +1,6 @@
 import { defineIpcRequest } from "../cluster/ipc.js";
 import type { RateLimitGrant, RateLimitTake } from "./window.js";
-import type { PrimaryChannel } from "../cluster/worker-link.js";
+import type { PrimaryChannel } from "../cluster/ipc.js";
 
 /**
  * The rate-limit integration's IPC type: a worker leases a batch of a key's budget from the

@@ -1,9 +1,53 @@
 import type { H3Event } from "h3";
-import type { RateLimitOptions } from "./rate-limit.js";
 import type { Verdict } from "./leases.js";
-import type { RateLimitAlgorithm } from "./window.js";
+import type { RateLimitAlgorithm, RateLimitStore } from "./window.js";
 import { DEFAULT_IPV6_SUBNET, addressKey } from "./address.js";
 import { MAX_TIMER_MS } from "../checks.js";
+
+/** Options of `rateLimit()`. */
+export interface RateLimitOptions {
+  /** Requests allowed per key per window. */
+  limit: number;
+  /** The window length, ms. */
+  windowMs: number;
+  /** `"fixed"` (default): counts reset when the window ends. `"sliding"`: the previous window still weighs in proportionally. */
+  algorithm?: RateLimitAlgorithm;
+  /**
+   * The policy's name in the `RateLimit-Policy` header and in the store's keys (default
+   * `"<limit>-in-<window>"`, e.g. `"100-in-60s"`). Limiters with the same name and store count together.
+   */
+  name?: string;
+  /** The key a request counts against. Default: the client's address (see `trustedProxies`). */
+  key?: (event: H3Event) => string;
+  /**
+   * How many reverse proxies you run in front of the service, each appending to
+   * `X-Forwarded-For` (default 0: the socket's peer address is the client). The client is the
+   * entry that many from the right; entries further left are whatever the client sent and are never trusted.
+   */
+  trustedProxies?: number;
+  /**
+   * The prefix length an IPv6 client is counted by (default 56, as express-rate-limit v8): every
+   * address of one /56 shares a budget, since whoever holds one address of a network usually holds
+   * them all. 32 to 128; `false` (or 128) keys by the full address. An IPv4-mapped IPv6 address
+   * (`::ffff:192.0.2.1`) counts as its IPv4 address. Applies to the default key only.
+   */
+  ipv6Subnet?: number | false;
+  /**
+   * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
+   * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
+   */
+  store?: RateLimitStore;
+  /** The largest lease taken from the store at once (default 10; 1 asks the store on every request). */
+  batch?: number;
+  /** How long a request waits for the store, ms (default 1000). */
+  storeTimeoutMs?: number;
+  /** A store that fails or is late: `"allow"` (default) serves the request, `"reject"` answers 503. */
+  onStoreError?: "allow" | "reject";
+  /** Also limit `GET /health` (default false: a liveness probe must never be refused). */
+  limitHealth?: boolean;
+  /** The time, ms since the epoch (default `Date.now`); for tests. */
+  clock?: () => number;
+}
 
 const NAME = /^[A-Za-z0-9._-]{1,64}$/;
 

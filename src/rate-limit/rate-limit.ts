@@ -5,66 +5,12 @@ import { errorResponse } from "../http/error-response.js";
 import { setResponseHeader } from "../http/headers.js";
 import { Leases, type Verdict } from "./leases.js";
 import { primaryRateLimitStore } from "./ipc.js";
-import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
+import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitStore, type RateLimitTake } from "./window.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
-import { clientAddress, rateLimitHeaders, remainingHeader, validateRateLimitOptions } from "./options.js";
+import { clientAddress, rateLimitHeaders, remainingHeader, validateRateLimitOptions, type RateLimitOptions } from "./options.js";
+import { describeMiddleware, type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
 
-export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake };
-
-/**
- * Where a limiter's counts live. `take` grants up to `want` units of a key's budget atomically
- * (never more than is left); keelson ships the in-memory store, the supervisor's (automatic
- * under `keelson start`) and `defineSQLRateLimitStore` (keelson/sql). A Redis store implements
- * the same one method (e.g. a Lua script doing the same arithmetic as the SQL upsert).
- */
-export interface RateLimitStore {
-  take(take: RateLimitTake): Promise<RateLimitGrant>;
-}
-
-/** Options of `rateLimit()`. */
-export interface RateLimitOptions {
-  /** Requests allowed per key per window. */
-  limit: number;
-  /** The window length, ms. */
-  windowMs: number;
-  /** `"fixed"` (default): counts reset when the window ends. `"sliding"`: the previous window still weighs in proportionally. */
-  algorithm?: RateLimitAlgorithm;
-  /**
-   * The policy's name in the `RateLimit-Policy` header and in the store's keys (default
-   * `"<limit>-in-<window>"`, e.g. `"100-in-60s"`). Limiters with the same name and store count together.
-   */
-  name?: string;
-  /** The key a request counts against. Default: the client's address (see `trustedProxies`). */
-  key?: (event: H3Event) => string;
-  /**
-   * How many reverse proxies you run in front of the service, each appending to
-   * `X-Forwarded-For` (default 0: the socket's peer address is the client). The client is the
-   * entry that many from the right; entries further left are whatever the client sent and are never trusted.
-   */
-  trustedProxies?: number;
-  /**
-   * The prefix length an IPv6 client is counted by (default 56, as express-rate-limit v8): every
-   * address of one /56 shares a budget, since whoever holds one address of a network usually holds
-   * them all. 32 to 128; `false` (or 128) keys by the full address. An IPv4-mapped IPv6 address
-   * (`::ffff:192.0.2.1`) counts as its IPv4 address. Applies to the default key only.
-   */
-  ipv6Subnet?: number | false;
-  /**
-   * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
-   * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
-   */
-  store?: RateLimitStore;
-  /** The largest lease taken from the store at once (default 10; 1 asks the store on every request). */
-  batch?: number;
-  /** How long a request waits for the store, ms (default 1000). */
-  storeTimeoutMs?: number;
-  /** A store that fails or is late: `"allow"` (default) serves the request, `"reject"` answers 503. */
-  onStoreError?: "allow" | "reject";
-  /** Also limit `GET /health` (default false: a liveness probe must never be refused). */
-  limitHealth?: boolean;
-  /** The time, ms since the epoch (default `Date.now`); for tests. */
-  clock?: () => number;
-}
+export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake };
 
 /**
  * A rate-limit middleware: each key gets `limit` requests per `windowMs`; the rest get 429
@@ -97,7 +43,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     setResponseHeader(event, "ratelimit", remainingHeader(name, verdict));
     return undefined;
   };
-  return function rateLimitMiddleware(event, next) {
+  return describeMiddleware(function rateLimitMiddleware(event, next) {
     if (options.limitHealth !== true && event.url.pathname === "/health") return next();
     leases ??= open();
     const key = `${name}:${keyOf(event)}`;
@@ -109,5 +55,31 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       setResponseHeader(event, "ratelimit-policy", policy);
       return reject ? errorResponse(createError("SERVICE_UNAVAILABLE", "rate limiting is unavailable: retry later"), { "retry-after": "1" }) : undefined;
     });
+  }, rateLimitContract(limit, windowMs, reject));
+}
+
+const RATE_LIMIT_HEADERS: Readonly<Record<string, MiddlewareHeaderDoc>> = {
+  "RateLimit-Policy": { description: "The quota policy (IETF draft): `\"<name>\";q=<limit>;w=<window seconds>`" },
+  RateLimit: { description: "What is left of the quota (IETF draft): `\"<name>\";r=<remaining>;t=<seconds to reset>`" },
+};
+
+/** What a rate-limited route adds to its document: the 429 and its headers, on every response. */
+function rateLimitContract(limit: number, windowMs: number, rejectOnStoreError: boolean): MiddlewareContract {
+  const responses: Record<number, MiddlewareResponseDoc> = {
+    429: {
+      description: `Rate limited (${limit} requests per ${Math.ceil(windowMs / 1000)} s): retry after Retry-After`,
+      code: "RATE_LIMITED",
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } },
+      },
+    },
   };
+  if (rejectOnStoreError) {
+    responses[503] = {
+      description: "The rate-limit store is unavailable (onStoreError: \"reject\"): retry after Retry-After",
+      headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } } },
+    };
+  }
+  return { responses, headers: RATE_LIMIT_HEADERS };
 }

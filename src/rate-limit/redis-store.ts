@@ -1,8 +1,8 @@
 import { retryMsOf, windowOf, type RateLimitGrant, type RateLimitTake } from "./window.js";
-import type { RateLimitStore } from "./rate-limit.js";
-import { redisScript, type RedisConnection } from "../redis/connection.js";
+import type { RateLimitStore } from "./window.js";
+import { defineRedisScript, type RedisConnection } from "../redis/connection.js";
 
-/** Options of `defineRedisRateLimitStore()`. */
+/** Options of `createRedisRateLimitStore()`. */
 export interface RedisRateLimitStoreOptions {
   /** Prepended to every key (default `"keelson:rl:"`): several services can share one Redis. */
   prefix?: string;
@@ -13,7 +13,7 @@ export interface RedisRateLimitStoreOptions {
  * the SQL store's upsert). KEYS: this window's count, the previous window's. ARGV: limit, want,
  * the previous window's weight ("" for a fixed window), the count's time to live (ms).
  */
-const TAKE = redisScript(`
+const TAKE = defineRedisScript(`
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 local previous = 0
 local capacity = tonumber(ARGV[1])
@@ -39,12 +39,12 @@ return { used, granted, previous, capacity }
  *
  * @example
  * const redis = openRedis({ url: process.env.REDIS_URL! });
- * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000, store: defineRedisRateLimitStore(redis) }));
+ * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000, store: createRedisRateLimitStore(redis) }));
  */
-export function defineRedisRateLimitStore(redis: RedisConnection, options: RedisRateLimitStoreOptions = {}): RateLimitStore {
+export function createRedisRateLimitStore(redis: RedisConnection, options: RedisRateLimitStoreOptions = {}): RateLimitStore {
   const prefix = options.prefix ?? "keelson:rl:";
-  if (typeof prefix !== "string") throw new TypeError(`defineRedisRateLimitStore: prefix must be a string, got ${String(prefix)}`);
-  if (typeof redis?.run !== "function") throw new TypeError("defineRedisRateLimitStore: pass the connection openRedis() returns");
+  if (typeof prefix !== "string") throw new TypeError(`createRedisRateLimitStore: prefix must be a string, got ${String(prefix)}`);
+  if (typeof redis?.run !== "function") throw new TypeError("createRedisRateLimitStore: pass the connection openRedis() returns");
   return {
     async take(take: RateLimitTake): Promise<RateLimitGrant> {
       const win = windowOf(take.now, take.windowMs);

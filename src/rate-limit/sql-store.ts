@@ -1,8 +1,8 @@
 import { capacityOf, leaseSize, retryMsOf, windowOf, type RateLimitGrant, type RateLimitTake } from "./window.js";
-import type { RateLimitStore } from "./rate-limit.js";
+import type { RateLimitStore } from "./window.js";
 import type { SQLDatabase } from "../sql/database.js";
 
-/** Options of `defineSQLRateLimitStore()`. */
+/** Options of `createSQLRateLimitStore()`. */
 export interface SQLRateLimitStoreOptions {
   /** The table of counts (default `keelson_rate_limits`), created on first use. */
   table?: string;
@@ -20,11 +20,11 @@ const CLEANUP_EVERY_MS = 60_000;
  *
  * @example
  * const db = openPostgres({ url: process.env.DATABASE_URL! });
- * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000, store: defineSQLRateLimitStore(db) }));
+ * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000, store: createSQLRateLimitStore(db) }));
  */
-export function defineSQLRateLimitStore(db: SQLDatabase, options: SQLRateLimitStoreOptions = {}): RateLimitStore {
+export function createSQLRateLimitStore(db: SQLDatabase, options: SQLRateLimitStoreOptions = {}): RateLimitStore {
   const table = options.table ?? "keelson_rate_limits";
-  if (!TABLE.test(table)) throw new TypeError(`defineSQLRateLimitStore: table must be a plain SQL name, got ${JSON.stringify(table)}`);
+  if (!TABLE.test(table)) throw new TypeError(`createSQLRateLimitStore: table must be a plain SQL name, got ${JSON.stringify(table)}`);
   const pg = db.dialect === "postgres";
   const p = (n: number, type: "int" | "bigint" | "text") => (pg ? `$${n}::${type}` : `CAST(? AS ${type === "text" ? "TEXT" : "INTEGER"})`);
   const [least, greatest] = pg ? ["LEAST", "GREATEST"] : ["MIN", "MAX"];

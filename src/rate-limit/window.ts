@@ -32,6 +32,16 @@ export interface RateLimitGrant {
   retryMs: number;
 }
 
+/**
+ * Where a limiter's counts live. `take` grants up to `want` units of a key's budget atomically
+ * (never more than is left); keelson ships the in-memory store, the supervisor's (automatic
+ * under `keelson start`) and `createSQLRateLimitStore` (keelson/sql). A Redis store implements
+ * the same one method (e.g. a Lua script doing the same arithmetic as the SQL upsert).
+ */
+export interface RateLimitStore {
+  take(take: RateLimitTake): Promise<RateLimitGrant>;
+}
+
 /** The window index of a moment: windows are aligned to the epoch, so every process agrees on them. */
 export function windowOf(now: number, windowMs: number): number {
   return Math.floor(now / windowMs);

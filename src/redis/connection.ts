@@ -28,10 +28,10 @@ export interface RedisConnection {
  * A Lua script and its SHA1, computed once, for `RedisConnection.run()`.
  *
  * @example
- * const touch = redisScript("return redis.call('PEXPIRE', KEYS[1], ARGV[1])");
+ * const touch = defineRedisScript("return redis.call('PEXPIRE', KEYS[1], ARGV[1])");
  * await redis.run(touch, ["session:42"], ["60000"]);
  */
-export function redisScript(source: string): RedisScript {
+export function defineRedisScript(source: string): RedisScript {
   return { source, sha1: createHash("sha1").update(source).digest("hex") };
 }
 

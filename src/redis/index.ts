@@ -1,2 +1,2 @@
-export { openRedis, redisScript, type RedisConnection, type RedisOptions, type RedisScript } from "./connection.js";
-export { defineRedisRateLimitStore, type RedisRateLimitStoreOptions } from "../rate-limit/redis-store.js";
+export { openRedis, defineRedisScript, type RedisConnection, type RedisOptions, type RedisScript } from "./connection.js";
+export { createRedisRateLimitStore, type RedisRateLimitStoreOptions } from "../rate-limit/redis-store.js";

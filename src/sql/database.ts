@@ -15,7 +15,7 @@ export interface SQLExecutor {
 
 /**
  * A database handle shared by the repositories of one process: what `openSQLite()` and
- * `openPostgres()` return. Close it from a shutdown hook (`defineDatabaseModule()` does).
+ * `openPostgres()` return. Close it from a shutdown hook (`createDatabaseModule()` does).
  */
 export interface SQLDatabase extends SQLExecutor {
   readonly dialect: "sqlite" | "postgres";

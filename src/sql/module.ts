@@ -1,9 +1,9 @@
-import type { Module } from "../group.js";
+import type { Module } from "../app.js";
 import type { HealthChecker } from "../integrations.js";
 import type { SQLDatabase } from "./database.js";
 import { MS_ABOVE_0, checkNumber } from "../checks.js";
 
-/** Options of `defineSQLHealthChecker()`. */
+/** Options of `createSQLHealthChecker()`. */
 export interface SQLHealthCheckerOptions {
   /** The key in `/health`'s `checks` (default `"database"`). */
   name?: string;
@@ -16,9 +16,9 @@ export interface SQLHealthCheckerOptions {
  * timeout (in PostgreSQL the query is cancelled on the server) or is closed.
  *
  * @example
- * app.registerHealthChecker(defineSQLHealthChecker(db, { timeoutMs: 500 }));
+ * app.registerHealthChecker(createSQLHealthChecker(db, { timeoutMs: 500 }));
  */
-export function defineSQLHealthChecker(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): HealthChecker {
+export function createSQLHealthChecker(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): HealthChecker {
   const timeoutMs = checkNumber(options.timeoutMs ?? 1000, "timeoutMs", MS_ABOVE_0);
   return {
     name: options.name ?? "database",
@@ -35,13 +35,13 @@ export function defineSQLHealthChecker(db: SQLDatabase, options: SQLHealthChecke
  *
  * @example
  * const db = openSQLite({ file: "data/app.db" });
- * app.use(defineDatabaseModule(db));
+ * app.use(createDatabaseModule(db));
  */
-export function defineDatabaseModule(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): Module {
+export function createDatabaseModule(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): Module {
   return {
     name: `database (${db.dialect})`,
     register(router) {
-      router.app.registerHealthChecker(defineSQLHealthChecker(db, options));
+      router.app.registerHealthChecker(createSQLHealthChecker(db, options));
       router.app.onShutdown(() => db.close(), `${options.name ?? "database"}: close`);
     },
   };

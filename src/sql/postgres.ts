@@ -56,7 +56,7 @@ async function run<R extends SQLRow>(sql: Driver | TransactionSql<Record<string,
  *
  * @example
  * const db = openPostgres({ url: process.env.DATABASE_URL! });
- * app.use(defineDatabaseModule(db));
+ * app.use(createDatabaseModule(db));
  */
 export function openPostgres(options: PostgresOptions): SQLDatabase {
   checkOptionalNumber(options.max, "max", { integer: true, min: 1 });

@@ -9,7 +9,7 @@ import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
 
 export type { ColumnType } from "./columns.js";
 
-/** Options of `defineSQLRepository()`. */
+/** Options of `createSQLRepository()`. */
 export interface SQLRepositoryOptions<T> {
   /** The table; created on first use when missing. */
   table: string;
@@ -39,12 +39,12 @@ const SEQ = '"keelson_seq"';
  * shared by every process that opens the same database. A page is one query (`count(*) over()`).
  *
  * @example
- * const books = defineSQLRepository<Book>(db, {
+ * const books = createSQLRepository<Book>(db, {
  *   table: "books",
  *   columns: { id: "text", title: "text", author: "text", year: "integer?" },
  * });
  */
-export function defineSQLRepository<T extends object, ID extends SQLValue = string>(
+export function createSQLRepository<T extends object, ID extends SQLValue = string>(
   db: SQLDatabase,
   options: SQLRepositoryOptions<T>,
 ): SQLRepository<T, ID> {
@@ -52,7 +52,7 @@ export function defineSQLRepository<T extends object, ID extends SQLValue = stri
   const columns = parseColumns(options.columns as Record<string, ColumnType>);
   const idField = options.id ?? "id";
   const id = columns.find((c) => c.field === idField);
-  if (!id) throw new TypeError(`defineSQLRepository: the id field ${JSON.stringify(idField)} has no column`);
+  if (!id) throw new TypeError(`createSQLRepository: the id field ${JSON.stringify(idField)} has no column`);
   const others = columns.filter((c) => c !== id);
   const list = columns.map((c) => c.sql).join(", ");
   const p = db.dialect === "postgres" ? (i: number) => `$${i}` : () => "?";

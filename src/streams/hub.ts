@@ -1,5 +1,6 @@
 import { checkOptionalNumber } from "../checks.js";
-import { getPrimaryChannel, type PrimaryChannel } from "../cluster/worker-link.js";
+import type { PrimaryChannel } from "../cluster/ipc.js";
+import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed, type Replay } from "./event.js";
 import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";

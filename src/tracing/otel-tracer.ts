@@ -7,7 +7,7 @@ import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
 import { readRequestHeader, readSingleRequestHeader } from "../http/headers.js";
 import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
-import { OTHER_METHOD, normalizeMethod } from "../metrics/method.js";
+import { OTHER_METHOD, normalizeMethod } from "../http/method.js";
 import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_HTTP_RESPONSE_STATUS_CODE,
   ATTR_HTTP_ROUTE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL,
@@ -16,7 +16,7 @@ import {
 import { OtelSpan, RequestSpan, toException } from "./span.js";
 import { readTraceparent } from "./traceparent.js";
 
-/** Settings of `otelTracer`; with none, spans go to the global TracerProvider. */
+/** Settings of `createOtelTracer`; with none, spans go to the global TracerProvider. */
 export interface OtelTracerOptions {
   /** The OpenTelemetry tracer to use. Default: `tracerProvider.getTracer("keelson", version)`. */
   tracer?: ApiTracer;
@@ -62,7 +62,7 @@ function isApiTracer(value: unknown): value is ApiTracer {
  * continued, and child spans through `ctx.startSpan()` / `app.tracer.startSpan()`.
  * Accepts options or an OpenTelemetry Tracer.
  */
-export function otelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
+export function createOtelTracer(options: OtelTracerOptions | ApiTracer = {}): Tracer {
   const settings: OtelTracerOptions = isApiTracer(options) ? { tracer: options } : options;
   const { tracer, tracerProvider } = settings;
   // Which provider decides whether anything records: a given tracer that is not the API's proxy
@@ -168,7 +168,7 @@ let lastSplit: readonly [hostname: string, port: number | undefined] = ["", unde
 
 /**
  * The host name (lower case) and explicit port of a request URL, read from its `href`. Asking
- * srvx's URL for `hostname` or `port` builds a full WHATWG URL, about 3 µs per request; its
+ * srvx's URL for `hostname` or `port` builds a full WHATWG URL on every request; its
  * `href` and `protocol` are plain strings it already has. IPv6 hosts keep their brackets, as
  * `URL#hostname` does.
  */

@@ -1,5 +1,5 @@
 import type { App, ShutdownReport } from "../../src/index.js";
-import { delay } from "./child.js";
+import { delay } from "../../harness/child.js";
 
 /** A running App on a real socket. */
 export interface Listening {

@@ -1,6 +1,6 @@
 import { expect, it } from "vitest";
 import type { RateLimitStore, RateLimitTake } from "../../src/index.js";
-import { freePort, spawnChild } from "./child.js";
+import { freePort, spawnChild } from "../../harness/child.js";
 import { hitMany } from "./hits.js";
 
 const MINUTE = 60_000;

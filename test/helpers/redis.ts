@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort } from "./child.js";
+import { freePort } from "../../harness/child.js";
 
 /** A redis-server of this test file: a temp folder, a free loopback port, nothing saved to disk. */
 export interface TestRedis {

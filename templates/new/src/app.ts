@@ -1,5 +1,5 @@
 import { App } from "keelson";
-import { definePrometheus } from "keelson/metrics";
+import { createPrometheus } from "keelson/metrics";
 import { notesModule } from "./notes.js";
 
 /**
@@ -12,7 +12,7 @@ export function buildApp(): App {
     docs: { title: "{{name}}", version: "0.1.0", description: "The {{name}} service." },
   });
   // GET /metrics: request durations and process metrics; under `keelson start`, cluster-wide on port 9464.
-  app.use(definePrometheus());
+  app.use(createPrometheus());
   app.group("/api").use(notesModule);
   return app;
 }

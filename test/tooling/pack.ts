@@ -4,7 +4,7 @@
  */
 import { readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { spawnChild } from "./child.js";
+import { spawnChild } from "../../harness/child.js";
 
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 

@@ -2,16 +2,16 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
-import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../src/config.js";
-import { DEFAULT_METRICS_PORT, resolveOptions } from "../supervisor/options.js";
-import { getStageEnv, readDockerfile, readDuration, type Stage } from "./fixtures/deploy-dockerfile.js";
+import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../../src/config.js";
+import { DEFAULT_METRICS_PORT, resolveOptions } from "../../supervisor/options.js";
+import { getStageEnv, readDockerfile, readDuration, type Stage } from "./dockerfile.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const K8S = join(ROOT, "docker/k8s");
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
 /** The supervisor SIGKILLs a worker still draining this long after its budget. */
 const KILL_MARGIN = resolveOptions({ entry: "x", workers: 1 }).killMargin;
-/** What a cluster scrape may wait for one worker (definePrometheus' clusterTimeoutMs default). */
+/** What a cluster scrape may wait for one worker (createPrometheus' clusterTimeoutMs default). */
 const CLUSTER_SCRAPE_TIMEOUT = 2000;
 
 type Labels = Record<string, string>;
@@ -154,7 +154,7 @@ describe("docker/k8s", () => {
     const delay = envNumber("KEELSON_SHUTDOWN_DELAY_MS", 0);
     expect(failureWindow(container.readinessProbe) * 1000).toBeLessThan(delay);
     // The fleet scenario (make fleet, test/fleet.test.ts) runs with these very settings.
-    const { FLEET_SETTINGS } = await import("../load-tests/fleet/run.js");
+    const { FLEET_SETTINGS } = await import("../../load-tests/fleet/run.js");
     expect(FLEET_SETTINGS).toMatchObject({
       shutdownDelayMs: delay,
       shutdownTimeoutMs: envNumber("KEELSON_SHUTDOWN_TIMEOUT_MS", DEFAULT_SHUTDOWN_TIMEOUT),

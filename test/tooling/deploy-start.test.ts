@@ -7,17 +7,17 @@ import { tmpdir } from "node:os";
 import { basename, join, relative, resolve } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { parse } from "yaml";
-import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
-import { startPostgres } from "./helpers/postgres.js";
+import { delay, freePort, killAllChildren, spawnChild, type Child } from "../../harness/child.js";
+import { startPostgres } from "../helpers/postgres.js";
 import {
   getBundleCommand, getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, readDockerfile, readMakeBuildRecipe, type Stage,
-} from "./fixtures/deploy-dockerfile.js";
+} from "./dockerfile.js";
 
 // Runs the image's own command line on the host against the built package: ENTRYPOINT + CMD from
 // docker/Dockerfile, /app mapped to the repository root, the image's ENV (plus a Deployment's or
 // Compose's where a test says so), the supervisor as PID 1 of its own PID namespace like in a container.
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
 const runtime = dockerfile.stages.at(-1) as Stage;
 const workdir = getInstructions(runtime, "WORKDIR").at(-1)?.args ?? "/";

@@ -3,14 +3,14 @@ import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { DEFAULT_DB_FILE } from "../examples/bookstore/database.js";
+import { DEFAULT_DB_FILE } from "../../examples/bookstore/database.js";
 import {
   getBundleCommand, getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
   readMakeBuildRecipe, type Stage,
-} from "./fixtures/deploy-dockerfile.js";
-import { DEFAULT_METRICS_PORT } from "../supervisor/options.js";
+} from "./dockerfile.js";
+import { DEFAULT_METRICS_PORT } from "../../supervisor/options.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const dockerfile = readDockerfile(join(ROOT, "docker/Dockerfile"));
 const pkg = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
   version: string; bin: Record<string, string>; engines: { node: string }; dependencies: Record<string, string>;

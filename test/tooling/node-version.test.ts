@@ -7,9 +7,9 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readDockerfile } from "./fixtures/deploy-dockerfile.js";
+import { readDockerfile } from "./dockerfile.js";
 
-const ROOT = resolve(import.meta.dirname, "..");
+const ROOT = resolve(import.meta.dirname, "..", "..");
 const pinned = readFileSync(join(ROOT, ".node-version"), "utf8").trim();
 const ciVersions = readFileSync(join(ROOT, ".ci/node-versions"), "utf8").split("\n").map((l) => l.trim()).filter((l) => l && !l.startsWith("#"));
 const engines = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string } }).engines.node;

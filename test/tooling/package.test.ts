@@ -5,19 +5,19 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSy
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild } from "./helpers/child.js";
-import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./helpers/pack.js";
+import { freePort, killAllChildren, spawnChild } from "../../harness/child.js";
+import { ROOT, npm, packKeelson, readRecommendedTsconfig, run } from "./pack.js";
 const SLOW = 600_000;
 
 const RECOMMENDED_TSCONFIG = readRecommendedTsconfig();
 
 const SERVICE = `import { App, get, notFound } from "keelson";
-import { definePrometheus } from "keelson/metrics";
+import { createPrometheus } from "keelson/metrics";
 import type { SupervisorOptions } from "keelson/supervisor";
 
 const workers: SupervisorOptions["workers"] = 2;
 const app = new App({ serviceName: "packed", docs: { title: "Packed" } });
-app.use(definePrometheus());
+app.use(createPrometheus());
 app.group("/api").route(get("/hello/:name", (ctx) => {
   if (ctx.params.name === "nobody") throw notFound("no such person");
   return { hello: ctx.params.name, workers };

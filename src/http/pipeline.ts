@@ -1,0 +1,175 @@
+import { H3, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse } from "h3";
+import { FastResponse, type ServerRequest } from "srvx";
+import { createError } from "../errors.js";
+import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
+import type { LoadShedder } from "../lifecycle/load-shed.js";
+import type { Logger } from "../logging/logger.js";
+import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
+import type { ContextServices } from "./context.js";
+import type { Cors } from "./cors.js";
+import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
+import { JSON_HEADERS } from "./headers.js";
+import { RequestState } from "./request-state.js";
+import type { RegisteredRoute } from "./route.js";
+
+/** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
+export interface PipelineOptions {
+  logger: Logger;
+  services: ContextServices;
+  cors: Cors | undefined;
+  shedder: LoadShedder | undefined;
+  /** False when `disableHealth`: then GET /health is an ordinary path for load shedding too. */
+  health: boolean;
+  /** The App's lifecycle: while it is shutting down, responses carry `Connection: close`. */
+  lifecycle: { readonly shuttingDown: boolean };
+  /** The App's route list (the live array): the 405 `Allow` header is built from it. */
+  routes: readonly RegisteredRoute[];
+}
+
+/**
+ * A request's way through the App (docs/architecture.md): load shedding, then h3 with keelson's
+ * onRequest (state, span, CORS) and onError (405/404, KError → JSON), then one log line, one
+ * metrics observation and the end of the server span once h3 has the Response. Not h3's
+ * onResponse: that option costs every request extra promises, and each of them runs the async
+ * hooks of an OpenTelemetry context manager.
+ */
+export class RequestPipeline {
+  /** The h3 instance routes are registered on (`app.httpEngine`). */
+  readonly engine: H3;
+  /** Requests entered and not yet answered; the drain waits for them. */
+  inflight = 0;
+  /** Requests started since the App was created (a worker reports it to `keelson status`). */
+  requests = 0;
+  metrics: MetricsCollector | undefined;
+  // The options' fields one by one: the request path reads them without a hop through the options object.
+  readonly #logger: Logger;
+  readonly #services: ContextServices;
+  readonly #cors: Cors | undefined;
+  readonly #shedder: LoadShedder | undefined;
+  readonly #health: boolean;
+  readonly #lifecycle: { readonly shuttingDown: boolean };
+  readonly #routes: readonly RegisteredRoute[];
+  /** Built from the routes when first needed and dropped when a route is added: in practice once, at listen(). */
+  #allow: AllowRouter | undefined;
+
+  constructor(options: PipelineOptions) {
+    this.#logger = options.logger;
+    this.#services = options.services;
+    this.#cors = options.cors;
+    this.#shedder = options.shedder;
+    this.#health = options.health;
+    this.#lifecycle = options.lifecycle;
+    this.#routes = options.routes;
+    this.engine = new H3({
+      silent: true,
+      onRequest: (event) => this.#onRequest(event),
+      onError: (error, event) => this.#onError(error, event),
+    });
+    this.fetch = this.fetch.bind(this);
+    const cors = this.#cors;
+    if (cors) this.engine.options("/**", (event) => cors.preflight(event));
+  }
+
+  /** A route was added: the `Allow` lookup is rebuilt when next needed. */
+  routesChanged(): void {
+    this.#allow = undefined;
+  }
+
+  /** Builds the `Allow` lookup now rather than on the first 404/405. */
+  prepare(): void {
+    this.#allow ??= buildAllowRouter(this.#routes);
+  }
+
+  /** The web fetch handler (bound): what `listen()` serves and `app.fetch` is. */
+  fetch(request: ServerRequest): Response | Promise<Response> {
+    const shedder = this.#shedder;
+    if (shedder !== undefined) {
+      const rejected = this.#shed(shedder, request);
+      if (rejected !== undefined) return rejected;
+    }
+    const response = this.engine.fetch(request);
+    return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
+  }
+
+  /** A 503 when the process is saturated, before any routing or logging; /health's liveness is never shed. */
+  #shed(shedder: LoadShedder, request: ServerRequest): Response | undefined {
+    const reason = shedder.check(this.inflight);
+    if (reason === undefined || (this.#health && new URL(request.url).pathname === "/health")) return undefined;
+    shedder.record(reason, this.inflight);
+    this.metrics?.observeShed?.(reason);
+    // srvx's FastResponse, as h3's own responses: written to the socket in this step. A web Response's
+    // body is read through a stream, promise by promise, which costs far more.
+    return new FastResponse(OVERLOADED_BODY, { status: 503, headers: { ...JSON_HEADERS, "retry-after": shedder.retryAfter } });
+  }
+
+  #onRequest(event: H3Event): void {
+    const tracer = this.#services.tracer;
+    event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
+    this.inflight++;
+    this.requests++;
+    this.#cors?.apply(event);
+  }
+
+  /** One log line, one observation and the end of the server span, for every request; never throws. */
+  #finish(response: Response, request: ServerRequest): Response {
+    try {
+      // h3 shares the event's context with the request (srvx's `request.context`).
+      const context = request.context as H3EventContext | undefined;
+      const state = context?.keelson;
+      // Also covers requests already running when shutdown began: the head is not written yet.
+      if (this.#lifecycle.shuttingDown) request.runtime?.node?.res?.setHeader("connection", "close");
+      // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
+      // still one log line and one observation, as for every other request.
+      if (state !== undefined) this.inflight--;
+      // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
+      if (state?.stream !== undefined) {
+        void state.stream.then((status) => this.#recordStream(request, state, status));
+        return response;
+      }
+      const durationMs = state === undefined ? 0 : performance.now() - state.start;
+      const route = context?.matchedRoute?.route;
+      const method = request.method;
+      const status = response.status;
+      const traceId = state?.span.traceId ?? "";
+      const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
+      this.#logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
+      // The no-op span (no tracer, or one with nothing to record) has nothing to end.
+      if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
+    } catch (error) {
+      // A collector or tracer that throws loses its own record; the response still goes out.
+      console.error("keelson: recording the request failed:", error);
+    }
+    return response;
+  }
+
+  #recordStream(request: ServerRequest, state: RequestState, status: number): void {
+    try {
+      const durationMs = performance.now() - state.start;
+      const traceId = state.span.traceId;
+      this.#logger.request({ method: request.method, path: state.event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route: state.event.context.matchedRoute?.route, status });
+    } catch (error) {
+      console.error("keelson: recording the request failed:", error);
+    }
+  }
+
+  #onError(error: HTTPError, event: H3Event): HTTPResponse {
+    if (isRouteNotFound(error, event)) {
+      const allow = allowedMethods(this.#allow ??= buildAllowRouter(this.#routes), event.url.pathname);
+      return allow.length > 0
+        ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
+        : errorResponse(createError("NOT_FOUND"));
+    }
+    const { kerror, original } = toKError(error);
+    const state = event.context.keelson;
+    if (state && kerror.statusCode >= 500) state.error = original;
+    logServerError(this.#logger, event, kerror, original);
+    // An oversized body is left unread: close the connection rather than read it to the end.
+    const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
+    return errorResponse(kerror, extra);
+  }
+}
+
+const noopSpan = noopTracer.startSpan("noop");
+const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));

@@ -1,0 +1,140 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join, posix, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import ts from "typescript";
+import { describe, expect, it } from "vitest";
+
+// No import cycles in keelson's own code, type-only imports included (docs/architecture.md): a cycle
+// makes the order of module evaluation decide whether a value is there yet, and a type-only one still
+// ties two rooms together so neither can move or be read alone.
+const ROOT = fileURLToPath(new URL("..", import.meta.url));
+const FOLDERS = ["src", "supervisor", "cli"];
+
+/** Every `.ts` file under `folder`, as a path relative to the repository root with `/` separators. */
+function sourcesUnder(folder: string): string[] {
+  return readdirSync(join(ROOT, folder), { recursive: true, withFileTypes: true })
+    .filter((entry) => entry.isFile() && entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts"))
+    .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)).split("\\").join("/"));
+}
+
+/**
+ * The import graph of `sources` (path → text): an edge for every relative specifier the compiler's
+ * pre-processor finds, which covers `import`, `import type`, `export … from`, side-effect imports and
+ * `import("./x.js")` / `typeof import("./x.js")` with a literal (comments and strings are skipped).
+ * `./x.js` names `./x.ts`; a specifier outside `sources` (a package, node:…) is no edge.
+ */
+function importGraph(sources: ReadonlyMap<string, string>): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const [file, text] of sources) {
+    const targets = new Set<string>();
+    for (const { fileName } of ts.preProcessFile(text, true, true).importedFiles) {
+      if (!fileName.startsWith(".")) continue;
+      const target = posix.normalize(posix.join(posix.dirname(file), fileName)).replace(/\.js$/, ".ts");
+      if (sources.has(target)) targets.add(target);
+    }
+    graph.set(file, [...targets].toSorted());
+  }
+  return graph;
+}
+
+/** One path around each strongly connected component of more than one file (or a file importing itself). */
+function findCycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  // Tarjan's algorithm, iterative so a long import chain cannot overflow the stack.
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const onStack = new Set<string>();
+  const stack: string[] = [];
+  const components: string[][] = [];
+  let next = 0;
+  for (const start of [...graph.keys()].toSorted()) {
+    if (index.has(start)) continue;
+    const work: { node: string; edge: number }[] = [{ node: start, edge: 0 }];
+    index.set(start, next); low.set(start, next); next++;
+    stack.push(start); onStack.add(start);
+    while (work.length > 0) {
+      const frame = work.at(-1)!;
+      const edges = graph.get(frame.node) ?? [];
+      if (frame.edge < edges.length) {
+        const to = edges[frame.edge++]!;
+        if (!index.has(to)) {
+          index.set(to, next); low.set(to, next); next++;
+          stack.push(to); onStack.add(to);
+          work.push({ node: to, edge: 0 });
+        } else if (onStack.has(to)) {
+          low.set(frame.node, Math.min(low.get(frame.node)!, index.get(to)!));
+        }
+        continue;
+      }
+      work.pop();
+      const parent = work.at(-1);
+      if (parent) low.set(parent.node, Math.min(low.get(parent.node)!, low.get(frame.node)!));
+      if (low.get(frame.node) !== index.get(frame.node)) continue;
+      const component: string[] = [];
+      let member: string;
+      do {
+        member = stack.pop()!;
+        onStack.delete(member);
+        component.push(member);
+      } while (member !== frame.node);
+      if (component.length > 1 || (graph.get(frame.node) ?? []).includes(frame.node)) components.push(component);
+    }
+  }
+  return components.map((component) => cyclePath(graph, new Set(component))).toSorted((a, b) => a[0]!.localeCompare(b[0]!));
+}
+
+/** A shortest path from the component's first file (sorted) back to itself, through the component only. */
+function cyclePath(graph: ReadonlyMap<string, readonly string[]>, component: ReadonlySet<string>): string[] {
+  const start = [...component].toSorted()[0]!;
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  while (queue.length > 0) {
+    const node = queue.shift()!;
+    for (const to of graph.get(node) ?? []) {
+      if (!component.has(to)) continue;
+      if (to === start) {
+        const path = [start];
+        for (let at: string | undefined = node; at !== undefined && at !== start; at = cameFrom.get(at)) path.splice(1, 0, at);
+        return [...path, start];
+      }
+      if (!cameFrom.has(to)) {
+        cameFrom.set(to, node);
+        queue.push(to);
+      }
+    }
+  }
+  throw new Error(`no cycle through ${start}`);
+}
+
+const describeCycle = (cycle: readonly string[]): string => cycle.join(" → ");
+
+describe("the import graph", () => {
+  it("finds static, type-only, re-exported and dynamic imports and names each cycle once", () => {
+    const sources = new Map([
+      ["src/a.ts", `import type { B } from "./b.js";\nimport { x } from "node:fs";\n// import "./c.js"\nexport const s = "import('./c.js')";`],
+      ["src/b.ts", `export { c } from "./sub/c.js";`],
+      ["src/sub/c.ts", `const a = await import("../a.js");`],
+      ["src/d.ts", `import "./e.js";`],
+      ["src/e.ts", `type D = typeof import("./d.js");`],
+      ["src/f.ts", `import { g } from "./f.js";`],
+      ["src/g.ts", `import { a } from "./a.js";\nimport { missing } from "./missing.js";`],
+    ]);
+    const graph = importGraph(sources);
+    expect(graph.get("src/a.ts")).toEqual(["src/b.ts"]);
+    expect(graph.get("src/g.ts")).toEqual(["src/a.ts"]);
+    expect(findCycles(graph).map(describeCycle)).toEqual([
+      "src/a.ts → src/b.ts → src/sub/c.ts → src/a.ts",
+      "src/d.ts → src/e.ts → src/d.ts",
+      "src/f.ts → src/f.ts",
+    ]);
+  });
+
+  it("has no cycle in src/, supervisor/ and cli/", () => {
+    const files = FOLDERS.flatMap(sourcesUnder);
+    const graph = importGraph(new Map(files.map((file) => [file, readFileSync(join(ROOT, file), "utf8")])));
+    // Guards the walk itself: an empty or edgeless graph would pass for no reason.
+    expect(graph.size).toBeGreaterThan(50);
+    expect(graph.get("src/app.ts")?.length).toBeGreaterThan(5);
+    const cycles = findCycles(graph).map(describeCycle);
+    expect(cycles, "import cycles (docs/architecture.md: no file imports a file that imports it back)").toEqual([]);
+  });
+});
