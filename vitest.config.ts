@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 // the project of what it starts: real sockets in this process, real child processes, a browser.
 const socket = ["app", "integrations", "jobs", "metrics", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
+  "bundle", "cli-*", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
   "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];

@@ -29,6 +29,7 @@ function packageRoot(): string {
 
 interface KeelsonManifest {
   version: string;
+  engines: { node: string };
   devDependencies?: Record<string, string>;
 }
 
@@ -41,7 +42,8 @@ function manifest(name: string, keelson: KeelsonManifest): string {
     version: "0.1.0",
     private: true,
     type: "module",
-    engines: { node: ">=20.19" },
+    // The Node keelson needs: an older one installs the project and then fails at the first import.
+    engines: { node: keelson.engines.node },
     scripts: {
       build: "tsc -p tsconfig.json", bundle: "keelson bundle dist/main.js", start: "keelson start dist/main.js",
       test: "tsc --noEmit -p tsconfig.json && vitest run",
