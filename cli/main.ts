@@ -9,23 +9,23 @@ try {
   process.stderr.write(`keelson: ${(error as Error).message}\n`);
   process.exit(2);
 }
-const { USAGE, parseCli } = await import("./args.js");
+const { parseCli } = await import("./args.js");
 const { runControlCommand } = await import("./control-command.js");
 const { runDev } = await import("./dev.js");
 const { Supervisor } = await import("../supervisor/primary.js");
-const { runTool } = await import("./tools.js");
+const { runTool, isToolVerb } = await import("./tools.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
  * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
  */
-// One-shot tools (client, new, bundle) exit when done: a user module they load may hold handles open.
+// One-shot tools (client, new, bundle, ls) exit when done: a user module they load may hold handles open.
 const tool = process.argv[2];
-if (tool === "client" || tool === "new" || tool === "bundle") process.exit(await runTool(tool, process.argv.slice(3)));
+if (isToolVerb(tool)) process.exit(await runTool(tool, process.argv.slice(3)));
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
-  process.stdout.write(USAGE + "\n");
+  process.stdout.write(cli.usage + "\n");
 } else if (cli.command === "error") {
   process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
   process.exitCode = 2;

@@ -10,6 +10,8 @@ import { JobDispatcher } from "../src/jobs/primary.js";
 import { installClusterMetrics } from "../src/metrics/primary.js";
 import { installRateLimits } from "../src/rate-limit/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
+import { typeScriptEntryHint } from "./entry-hint.js";
+import { registerSupervisor } from "./registry.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
@@ -276,7 +278,8 @@ export class Supervisor {
    */
   #failedToStart(handle: WorkerHandle): boolean {
     if (this.#onStarted === undefined) return false;
-    this.#startupFailure ??= `${handle.name} exited ${handle.describeEnd()}`;
+    const hint = typeScriptEntryHint("start", this.options.entry, handle.failure, this.options.execArgv, this.options.env.NODE_OPTIONS);
+    this.#startupFailure ??= `${handle.name} exited ${handle.describeEnd()}${hint === undefined ? "" : `. Hint: ${hint}`}`;
     void this.stop("startup failed");
     return true;
   }
@@ -292,7 +295,8 @@ export class Supervisor {
     try {
       const server = await openControlSocket(path, { status: () => this.status(), reload: () => this.reload() }, this.logger);
       this.logger.info("control socket %s (keelson status, keelson reload)", path);
-      return server;
+      const unregister = registerSupervisor({ socket: resolvePath(path), cwd: process.cwd(), entry: this.options.entry });
+      return { path, close: () => server.close().finally(unregister) };
     } catch (error) {
       this.logger.warn("no control socket: %s", (error as Error).message);
       return undefined;

@@ -22,7 +22,15 @@ export interface WorkerStatus {
 
 /** What `keelson status` shows: the primary, the crash-loop breaker, every live worker. */
 export interface StatusReport {
-  primary: { pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean };
+  primary: {
+    pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean;
+    /** The folder it was started from (entry paths are relative to it). */
+    cwd: string;
+    /** The port its workers serve, once one is ready; undefined before. */
+    port: number | undefined;
+    /** Its control socket, if it has one. */
+    controlSocket: string | undefined;
+  };
   breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
   workers: WorkerStatus[];
 }
@@ -76,6 +84,8 @@ export class StatusBoard {
       primary: {
         pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
+        cwd: process.cwd(), port: live.find((handle) => handle.info !== undefined)?.info?.port,
+        controlSocket: this.#options.controlSocket === false ? undefined : this.#options.controlSocket,
       },
       breaker: {
         state: this.#host.crashLoop() ? "tripped" : "closed", crashes: this.#pool.crashesNow(),
