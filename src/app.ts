@@ -31,7 +31,7 @@ import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 
 /** KConfig with every default applied. */
-export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
   serviceName: string;
   version: string;
   host: string | undefined;
@@ -41,14 +41,18 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
 const ENVS: readonly Env[] = ["development", "staging", "production"];
 
 function resolveConfig(config: KConfig): ResolvedConfig {
-  const envPort = process.env.PORT === undefined || process.env.PORT === "" ? undefined : Number(process.env.PORT);
+  const portEnv = config.portEnv ?? "PORT";
+  const rawPort = portEnv === false ? undefined : process.env[portEnv];
+  const envPort = rawPort === undefined || rawPort === "" ? undefined : Number(rawPort);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
   return {
     serviceName,
     version: config.version ?? docsVersion,
-    port: config.port ?? envPort ?? DEFAULT_PORT,
+    // The operator's PORT wins over the port written in the code (docs/configuration.md#the-port).
+    port: envPort ?? config.port ?? DEFAULT_PORT,
+    portEnv,
     host: config.host,
     env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
     disableHealth: config.disableHealth ?? false,
@@ -304,7 +308,7 @@ export class App implements Router {
       await Promise.all(this.#startup);
       this.#allow ??= buildAllowRouter(this.#routes);
       // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
-      if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
+      if (Number.isNaN(this.config.port)) throw new Error(`invalid port: the ${this.config.portEnv || "PORT"} environment variable is not a number`);
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);

@@ -66,8 +66,20 @@ export interface KConfig {
   serviceName?: string;
   /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */
   version?: string;
-  /** Listen port. Default: the `PORT` environment variable, else 3000. */
+  /**
+   * Listen port, when the environment variable `portEnv` (`PORT`) does not set one: the operator's
+   * `PORT` (and `keelson start --port`) wins over the port written in the code. Default 3000.
+   */
   port?: number;
+  /**
+   * The environment variable that overrides `port`. Default `"PORT"`. A second App in the same
+   * process (an admin listener beside the service) names its own (`"ADMIN_PORT"`), or `false` to
+   * listen on `port` whatever the environment says.
+   *
+   * @example
+   * const admin = new App({ serviceName: "admin", port: 9100, portEnv: "ADMIN_PORT" });
+   */
+  portEnv?: string | false;
   /** Listen address. Default: all interfaces (Node's default). */
   host?: string;
   /** Default: `NODE_ENV` when it is one of the three values, else `development`. */

@@ -182,3 +182,14 @@ function resolveMaxMemory(value: number | string | undefined): number | undefine
   if (!Number.isFinite(value) || value <= 0) throw new Error(`maxMemory must be a number of bytes above 0, got ${String(value)}`);
   return value;
 }
+
+/**
+ * The port the workers are asked to serve: `port` (`--port`), else the `PORT` they inherit; undefined
+ * when neither is set (the App's own `port`, else 3000, decides) or 0 (a free port the kernel picks).
+ */
+export function askedPort(options: Pick<ResolvedSupervisorOptions, "port" | "env">, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  if (options.port !== undefined) return options.port || undefined;
+  const raw = options.env.PORT ?? env.PORT;
+  const value = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
+  return Number.isInteger(value) && value > 0 ? value : undefined;
+}

@@ -12,7 +12,7 @@ import { installRateLimits } from "../src/rate-limit/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { typeScriptEntryHint } from "./entry-hint.js";
 import { registerSupervisor } from "./registry.js";
-import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
+import { askedPort, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
@@ -91,6 +91,7 @@ export class Supervisor {
       limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, pool: this.#pool,
       replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
+    this.#pool.onWorker((handle) => void handle.ready.then(() => this.#checkPort(handle), () => {}));
     this.#jobs = new JobDispatcher(this.#pool, this.logger);
     serveMetricsPort(this, installClusterMetrics(this));
     installRateLimits(this);
@@ -303,7 +304,17 @@ export class Supervisor {
     }
   }
 
+  /** A worker listening elsewhere than asked: the supervisor must not report a port it does not serve. */
+  #checkPort(handle: WorkerHandle): void {
+    const asked = askedPort(this.options);
+    const port = handle.info?.port;
+    if (asked === undefined || port === undefined || port === asked || this.#stopping) return;
+    void this.fail(`${handle.name} listens on port ${port}, not on ${asked} (--port or PORT): its App does not take PORT `
+      + `(portEnv) or the entry listens on its own; nothing is served on ${asked}`);
+  }
+
   #checkAllReady(): void {
+    if (this.#stopping !== undefined) return;
     if (this.#onStarted === undefined || !this.#pool.slots.every((slot) => slot.current?.state === "ready")) return;
     const first = this.#pool.slots[0]?.current?.info;
     const docs = first?.docsUrl === undefined ? "" : `, docs ${first.docsUrl}`;

@@ -22,6 +22,7 @@ describe("new App(config): defaults", () => {
       serviceName: "keelson-service",
       version: "1.0.0",
       port: 3000,
+      portEnv: "PORT",
       host: undefined,
       env: "development",
       disableHealth: false,
@@ -33,13 +34,23 @@ describe("new App(config): defaults", () => {
     });
   });
 
-  it("takes the port from PORT when the config has none", () => {
+  it("takes the port from PORT first (the operator's), else the config's, else 3000", () => {
     vi.stubEnv("PORT", "4321");
     expect(new App().config.port).toBe(4321);
-    expect(new App({ port: 5555 }).config.port).toBe(5555);
-    expect(new App({ port: 0 }).config.port).toBe(0);
+    expect(new App({ port: 5555 }).config.port).toBe(4321);
+    expect(new App({ port: 0 }).config.port).toBe(4321);
     vi.stubEnv("PORT", "");
     expect(new App().config.port).toBe(3000);
+    expect(new App({ port: 5555 }).config.port).toBe(5555);
+    vi.stubEnv("PORT", undefined);
+    expect(new App({ port: 0 }).config.port).toBe(0);
+    // A second App beside the service: its own variable, or none.
+    vi.stubEnv("PORT", "4321");
+    vi.stubEnv("ADMIN_PORT", "9100");
+    expect(new App({ port: 0, portEnv: "ADMIN_PORT" }).config.port).toBe(9100);
+    expect(new App({ port: 0, portEnv: false }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "");
+    expect(new App({ port: 5555, portEnv: "ADMIN_PORT" }).config.port).toBe(5555);
   });
 
   it("rejects listen() with a clear message when PORT is not a number", async () => {
