@@ -121,6 +121,7 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
+  if (primary.metrics?.url !== undefined) consola.info(`metrics on ${primary.metrics.url}${primary.metrics.note === undefined ? "" : ` (${primary.metrics.note})`}`);
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),

@@ -79,6 +79,8 @@ export interface SupervisorOptions {
 /** SupervisorOptions with every default applied. */
 export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
   port: number | undefined;
+  /** True when `metricsPort` is the default (no option, flag or variable chose it): taken, a free port is used instead. */
+  metricsPortIsDefault: boolean;
   metricsHost: string | undefined;
   /** Bytes; undefined when there is no limit. */
   maxMemory: number | undefined;
@@ -162,6 +164,7 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
     metricsPort: resolveMetricsPort(options.metricsPort, process.env),
+    metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
     metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),

@@ -85,6 +85,7 @@ export class Supervisor {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
       crashLoop: () => this.#crashLoop !== undefined,
+      metrics: () => metricsPort(),
     });
     const { maxMemory, maxMemoryWindow } = this.options;
     this.#memory = maxMemory === undefined ? undefined : new MemoryLimit({
@@ -93,7 +94,7 @@ export class Supervisor {
     });
     this.#pool.onWorker((handle) => void handle.ready.then(() => this.#checkPort(handle), () => {}));
     this.#jobs = new JobDispatcher(this.#pool, this.logger);
-    serveMetricsPort(this, installClusterMetrics(this));
+    const metricsPort = serveMetricsPort(this, installClusterMetrics(this));
     installRateLimits(this);
   }
 

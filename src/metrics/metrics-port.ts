@@ -7,7 +7,7 @@ import type { SupervisedWorker } from "../../supervisor/worker-handle.js";
 
 /** What the metrics port needs from the supervisor (a `Supervisor` has all of it). */
 export interface MetricsPortHost {
-  readonly options: { readonly metricsPort: number | false; readonly metricsHost: string | undefined };
+  readonly options: { readonly metricsPort: number | false; readonly metricsPortIsDefault?: boolean; readonly metricsHost: string | undefined };
   readonly logger: Logger;
   readonly stopping: boolean;
   /** Settles once the supervisor has stopped: the port closes then. */
@@ -17,17 +17,27 @@ export interface MetricsPortHost {
   fail(reason: string): unknown;
 }
 
+/** Where the cluster-wide metrics are served (for `keelson status`); `note` says why not on the port asked. */
+export interface MetricsPortState {
+  url: string | undefined;
+  note: string | undefined;
+}
+
 /**
  * The primary's metrics port: one scrape target per pod that answers for every worker, off the
  * service port. It opens when the first worker says it has metrics (`metrics:hello`), so a
  * primary whose App has none opens no port and loads neither prom-client nor node:http. Each scrape waits
  * at most the workers' `clusterTimeoutMs` for each worker (in parallel); a blocked or dead one
- * counts with its last numbers and `keelson_worker_up 0`. A port that cannot be opened stops the
- * supervisor with exit 1: a scrape target that never answers is a deployment error.
+ * counts with its last numbers and `keelson_worker_up 0`. A port that was asked for (option, flag,
+ * variable) and cannot be opened stops the supervisor with exit 1: a scrape target that never
+ * answers is a deployment error. The default port (9464) taken, by a second service on the same
+ * host, is not: the metrics are served on a free port instead, said in a warning and in
+ * `keelson status`. Returns what `keelson status` shows.
  */
-export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics): void {
+export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics): () => MetricsPortState | undefined {
   const { metricsPort: port, metricsHost } = host.options;
-  if (port === false) return;
+  if (port === false) return () => undefined;
+  const state: MetricsPortState = { url: undefined, note: undefined };
   let timeoutMs = 2000;
   let opening: Promise<MetricsListener | undefined> | undefined;
   // Scrapes that arrive while one is being merged share its answer: N scrapers never ask every
@@ -40,12 +50,19 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
       // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
       // App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
-      const listener = await openMetricsListener({
-        port, host: metricsHost, read,
-        onError: (error) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error)),
-      });
+      const onError = (error: unknown) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error));
+      let listener: MetricsListener;
+      try {
+        listener = await openMetricsListener({ port, host: metricsHost, read, onError });
+      } catch (error) {
+        if (!host.options.metricsPortIsDefault || ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "EADDRINUSE") throw error;
+        listener = await openMetricsListener({ port: 0, host: metricsHost, read, onError });
+        state.note = `the default port ${port} is taken (another service on this host?): set --metrics-port (KEELSON_METRICS_PORT) to choose one`;
+      }
+      state.url = listener.url;
       if (stopped) await listener.close();
-      else host.logger.info("cluster-wide metrics on %s", listener.url);
+      else if (state.note === undefined) host.logger.info("cluster-wide metrics on %s", listener.url);
+      else host.logger.warn("cluster-wide metrics on %s: %s", listener.url, state.note);
       return listener;
     } catch (error) {
       host.fail(`${(error as Error).message}; set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`);
@@ -60,4 +77,5 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
     stopped = true;
     await (await opening)?.close();
   });
+  return () => (opening === undefined ? undefined : { ...state });
 }
