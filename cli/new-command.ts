@@ -5,8 +5,8 @@ import { parseArgs } from "node:util";
 export const NEW_USAGE = `Usage: keelson new <dir> [--name NAME]
 
 Writes a ready keelson project into <dir> (which must not exist or be empty): package.json,
-tsconfig.json, src/ (an App with a validated route and a health checker), a vitest test using
-app.request(), a Dockerfile, a Makefile (make test, make run WORKERS=N). Then:
+tsconfig.json, src/ (an App with validated routes on a SQLite database every worker shares), a
+vitest test using app.request(), a Dockerfile, a Makefile (make test, make run WORKERS=N). Then:
   cd <dir> && make test && make run WORKERS=2
 
 Options:
