@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
 import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
-import { parseSize } from "../supervisor/memory-limit.js";
+import { parseSize } from "../supervisor/size.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
 import { commandList, unknownCommand } from "./verbs.js";
 

@@ -4,6 +4,7 @@ import { parseArgs } from "node:util";
 import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
 import { sendControl } from "../supervisor/control-socket.js";
 import { findSupervisors } from "../supervisor/registry.js";
+import type { MetricsPortState } from "../src/metrics/metrics-port.js";
 import type { ReloadReport } from "../supervisor/reload.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { terminal } from "./terminal.js";
@@ -121,7 +122,8 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
-  if (primary.metrics?.url !== undefined) consola.info(`metrics on ${primary.metrics.url}${primary.metrics.note === undefined ? "" : ` (${primary.metrics.note})`}`);
+  const metrics = status.features?.metrics as MetricsPortState | undefined;
+  if (metrics?.url !== undefined) consola.info(`metrics on ${metrics.url}${metrics.note === undefined ? "" : ` (${metrics.note})`}`);
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),

@@ -160,7 +160,7 @@ export class App implements Router {
     const handler = compileRoute(route, this.#services, this.config.bodyLimit);
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
-    this.#routes.push({ method: route.method, path, route });
+    this.#routes.push({ method: route.method, path, route, middleware: all });
     this.#allow = undefined;
     return this;
   }

@@ -31,6 +31,11 @@ export {
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export {
+  describeMiddleware, getMiddlewareContract,
+  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,
+} from "./http/middleware-contract.js";
+export type { AuthInfo } from "./auth/principal.js";
+export {
   Route, del, get, patch, post, put,
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,

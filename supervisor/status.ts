@@ -1,6 +1,5 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
-import type { MetricsPortState } from "../src/metrics/metrics-port.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
@@ -31,9 +30,12 @@ export interface StatusReport {
     port: number | undefined;
     /** Its control socket, if it has one. */
     controlSocket: string | undefined;
-    /** The cluster-wide metrics port, once open (`note`: why not on the port asked); undefined when there is none. */
-    metrics: MetricsPortState | undefined;
   };
+  /**
+   * What the cluster features report (FeatureHost.addStatus), by name: `metrics` is where the
+   * cluster-wide metrics are served (`{ url, note }`, `note` saying why not on the port asked).
+   */
+  features: Record<string, unknown>;
   breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
   workers: WorkerStatus[];
 }
@@ -49,7 +51,7 @@ export interface StatusHost {
   reloading(): boolean;
   stopping(): boolean;
   crashLoop(): boolean;
-  metrics(): MetricsPortState | undefined;
+  sections(): Record<string, unknown>;
 }
 
 /**
@@ -90,13 +92,13 @@ export class StatusBoard {
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
         cwd: process.cwd(), port: live.find((handle) => handle.info !== undefined)?.info?.port,
         controlSocket: this.#options.controlSocket === false ? undefined : this.#options.controlSocket,
-        metrics: this.#host.metrics(),
       },
       breaker: {
         state: this.#host.crashLoop() ? "tripped" : "closed", crashes: this.#pool.crashesNow(),
         maxCrashes: crashLoop.maxCrashes, windowMs: crashLoop.window,
       },
       workers: live.toSorted((a, b) => a.id - b.id || a.generation - b.generation).map((handle) => this.#row(handle, now)),
+      features: this.#host.sections(),
     };
   }
 

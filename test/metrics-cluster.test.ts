@@ -195,7 +195,7 @@ describe("the primary's metrics port (2 real workers)", () => {
       const socket = /control socket (\S+) /.exec(cluster.output())?.[1] ?? "";
       const reply = await sendControl(socket, { command: "status" }, 5000);
       if (!reply.ok || !("status" in reply)) throw new Error(JSON.stringify(reply));
-      return { cluster, metrics: reply.status.primary.metrics };
+      return { cluster, metrics: reply.status.features.metrics as { url: string; note?: string } | undefined };
     }));
     // 9464 serves one of them at most (another test may hold it): the other one, at least, moved.
     expect(reports[0]!.metrics?.url).not.toBe(reports[1]!.metrics?.url);

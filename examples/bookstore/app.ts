@@ -2,6 +2,7 @@ import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
 import { defineDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { bookstoreSecret, requireWriter } from "./auth.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";
 
@@ -72,7 +73,10 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
   app.registerScheduler(new HeartbeatScheduler());
   // /health runs SELECT 1; the connection closes in a shutdown hook.
   app.use(defineDatabaseModule(database));
-  app.group("/api", apiVersion).use(booksModule(database));
+  // The write routes need a bearer token with books:write (`make token` prints one).
+  const { secret, warning } = bookstoreSecret();
+  if (warning) app.logger.warn(warning);
+  app.group("/api", apiVersion).use(booksModule(database, requireWriter(secret)));
   app.route(
     get("/hello", { query: HelloQuery, responses: { 200: Greeting } }, (ctx) => ({
       message: ctx.t("greeting", ctx.query.name ?? "world"),

@@ -65,6 +65,8 @@ export interface RegisteredRoute {
   readonly method: string;
   readonly path: string;
   readonly route: Route;
+  /** The middleware it runs besides the App's global middleware: its groups', then its own. */
+  readonly middleware: readonly Middleware[];
 }
 
 /**

@@ -1,20 +1,22 @@
 import type { IpcMessageType } from "../cluster/ipc.js";
-import type { Logger } from "../logging/logger.js";
+import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsHello } from "./ipc.js";
 import type { MetricsListener } from "./listener.js";
 import type { ClusterMetrics } from "./primary.js";
-import type { SupervisedWorker } from "../../supervisor/worker-handle.js";
 
-/** What the metrics port needs from the supervisor (a `Supervisor` has all of it). */
-export interface MetricsPortHost {
-  readonly options: { readonly metricsPort: number | false; readonly metricsPortIsDefault?: boolean; readonly metricsHost: string | undefined };
-  readonly logger: Logger;
-  readonly stopping: boolean;
-  /** Settles once the supervisor has stopped: the port closes then. */
-  readonly finished: Promise<unknown>;
+/** What the metrics port needs from the primary; it closes once `finished` settles. */
+export interface MetricsPortHost extends Pick<FeatureHost, "logger" | "stopping" | "finished" | "fail"> {
+  /** Shows where the metrics are served in `keelson status` (FeatureHost has it; a test host may not). */
+  addStatus?: FeatureHost["addStatus"];
   onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
-  /** Stops the supervisor with exit 1 and `reason` as its last word. */
-  fail(reason: string): unknown;
+}
+
+/** Where the port listens: the supervisor's `metricsPort` (false: no port) and `metricsHost` options. */
+export interface MetricsPortSettings {
+  readonly metricsPort: number | false;
+  /** True when `metricsPort` is the default (nobody chose it): taken, a free port is used instead. */
+  readonly metricsPortIsDefault?: boolean;
+  readonly metricsHost: string | undefined;
 }
 
 /** Where the cluster-wide metrics are served (for `keelson status`); `note` says why not on the port asked. */
@@ -32,11 +34,11 @@ export interface MetricsPortState {
  * variable) and cannot be opened stops the supervisor with exit 1: a scrape target that never
  * answers is a deployment error. The default port (9464) taken, by a second service on the same
  * host, is not: the metrics are served on a free port instead, said in a warning and in
- * `keelson status`. Returns what `keelson status` shows.
+ * `keelson status` (its `metrics` section).
  */
-export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics): () => MetricsPortState | undefined {
-  const { metricsPort: port, metricsHost } = host.options;
-  if (port === false) return () => undefined;
+export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics, settings: MetricsPortSettings): void {
+  const { metricsPort: port, metricsHost } = settings;
+  if (port === false) return;
   const state: MetricsPortState = { url: undefined, note: undefined };
   let timeoutMs = 2000;
   let opening: Promise<MetricsListener | undefined> | undefined;
@@ -47,15 +49,15 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
   let stopped = false;
   const open = async (): Promise<MetricsListener | undefined> => {
     try {
-      // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
-      // App has no metrics (or whose port is off) should not carry it.
+      // Loaded here, not at the top: node:http adds noticeably to a process's memory, and a
+      // primary whose App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
       const onError = (error: unknown) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error));
       let listener: MetricsListener;
       try {
         listener = await openMetricsListener({ port, host: metricsHost, read, onError });
       } catch (error) {
-        if (!host.options.metricsPortIsDefault || ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "EADDRINUSE") throw error;
+        if (!settings.metricsPortIsDefault || ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "EADDRINUSE") throw error;
         listener = await openMetricsListener({ port: 0, host: metricsHost, read, onError });
         state.note = `the default port ${port} is taken (another service on this host?): set --metrics-port (KEELSON_METRICS_PORT) to choose one`;
       }
@@ -77,5 +79,5 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
     stopped = true;
     await (await opening)?.close();
   });
-  return () => (opening === undefined ? undefined : { ...state });
+  host.addStatus?.("metrics", () => (opening === undefined ? undefined : { ...state }));
 }
