@@ -50,6 +50,20 @@ describe("the keelson bin checks the Node version first", () => {
     }
   }, 360_000);
 
+  it("the bundled CLI (keelson bundle, what the image runs) says the same on Node 20", () => {
+    const out = mkdtempSync(join(tmpdir(), "keelson-bundle-node-"));
+    try {
+      const bundled = spawnSync(process.execPath, [BIN, "bundle", "dist/examples/bookstore/main.js", "--out", out], { cwd: ROOT, encoding: "utf8", timeout: 120_000 });
+      expect(bundled.status, bundled.stderr).toBe(0);
+      const node = node20();
+      const result = spawnSync(node, [join(out, "keelson.mjs"), "start", join(out, "main.mjs")], { cwd: out, encoding: "utf8", timeout: 30_000 });
+      expect(result.status).toBe(1);
+      expect(result.stderr.trimEnd().split("\n")).toEqual([expect.stringMatching(new RegExp(`^keelson: needs Node\\.js ${engines}, found v20\\.`))]);
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
+  }, 360_000);
+
   it("on this Node (at or above engines.node) it goes on to the real CLI", () => {
     const result = spawnSync(process.execPath, [BIN, "--help"], { cwd: ROOT, encoding: "utf8", timeout: 30_000 });
     expect(result.status, result.stderr).toBe(0);
