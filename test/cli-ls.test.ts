@@ -15,15 +15,23 @@ const ROOT = resolve(import.meta.dirname, "..");
 const TSX = import.meta.resolve("tsx");
 const run = promisify(execFile);
 const elsewhere = mkdtempSync(join(tmpdir(), "keelson-ls-"));
+// A control folder of this file's own ($XDG_RUNTIME_DIR/keelson): the cleanup `keelson ls` does
+// never reaches the sockets other test files (running at the same time) look at.
+const runtimeDir = mkdtempSync(join(tmpdir(), "keelson-ls-runtime-"));
+const ENV = { XDG_RUNTIME_DIR: runtimeDir };
+const start = (args: string[]) => startSupervisor(args, { env: ENV });
 
 afterEach(() => killAll());
-afterAll(() => rmSync(elsewhere, { recursive: true, force: true }));
+afterAll(() => {
+  rmSync(elsewhere, { recursive: true, force: true });
+  rmSync(runtimeDir, { recursive: true, force: true });
+});
 
 /** `keelson <args>` from a folder that has nothing to do with the services, without PORT. */
 async function keelson(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const { stdout, stderr } = await run(process.execPath, ["--import", TSX, join(ROOT, "cli/cli.ts"), ...args], {
-      cwd: elsewhere, env: { ...process.env, PORT: "", KEELSON_CONTROL_SOCKET: "" }, timeout: 60_000,
+      cwd: elsewhere, env: { ...process.env, ...ENV, PORT: "", KEELSON_CONTROL_SOCKET: "" }, timeout: 60_000,
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
@@ -39,15 +47,15 @@ async function socketOf(sup: Running): Promise<string> {
 describe("keelson ls", () => {
   it("lists every supervisor of this user (default and chosen sockets) and cleans up after a killed one", async () => {
     const chosen = join(elsewhere, "chosen.sock");
-    const first = await startSupervisor(["--workers", "2"]);
-    const second = await startSupervisor(["--workers", "1", "--control-socket", chosen]);
-    const killed = await startSupervisor(["--workers", "1"]);
+    const first = await start(["--workers", "2"]);
+    const second = await start(["--workers", "1", "--control-socket", chosen]);
+    const killed = await start(["--workers", "1"]);
     for (const sup of [first, second, killed]) await sup.waitFor(/worker\(s\) ready in/);
     const firstSocket = await socketOf(first);
     const killedSocket = await socketOf(killed);
     process.kill(killed.pid, "SIGKILL");
     await killed.exited;
-    const record = join(controlSocketFolder(), `${killed.pid}.json`);
+    const record = join(controlSocketFolder(ENV), `${killed.pid}.json`);
     expect(existsSync(killedSocket) && existsSync(record)).toBe(true);
 
     const json = await keelson(["ls", "--json"]);
@@ -67,13 +75,13 @@ describe("keelson ls", () => {
     process.kill(second.pid, "SIGTERM");
     expect(await second.exited).toEqual({ code: 0, signal: null });
     // A clean stop takes its record and its socket along.
-    expect(existsSync(join(controlSocketFolder(), `${second.pid}.json`)) || existsSync(chosen)).toBe(false);
+    expect(existsSync(join(controlSocketFolder(ENV), `${second.pid}.json`)) || existsSync(chosen)).toBe(false);
   }, 90_000);
 });
 
 describe("keelson status / reload <pid|port|folder>, from any folder", () => {
   it("finds the supervisor by the port it serves, by its pid, or by its folder, and says what runs when none matches", async () => {
-    const sup = await startSupervisor(["--workers", "1"]);
+    const sup = await start(["--workers", "1"]);
     await sup.waitFor(/worker\(s\) ready in/);
 
     const byPort = await keelson(["status", String(sup.port), "--json"]);
@@ -84,7 +92,7 @@ describe("keelson status / reload <pid|port|folder>, from any folder", () => {
     expect(reload.code, reload.stderr).toBe(0);
     expect(reload.stdout).toMatch(/reload complete: 1 worker\(s\) replaced/);
 
-    const other = await startSupervisor(["--workers", "1"]);
+    const other = await start(["--workers", "1"]);
     await other.waitFor(/worker\(s\) ready in/);
     const byFolder = await keelson(["status", ROOT]);
     expect(byFolder.code).toBe(1);
