@@ -44,6 +44,11 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
     module: "./modes/shutdown.js",
     options: ["--runs N           runs per case (default 5)", "--connections N    autocannon connections (default 50)"],
   },
+  uploads: {
+    what: "peak RSS with N concurrent multipart uploads: keelson's form routes (busboy, spooled to disk) vs Request.formData()",
+    module: "./modes/uploads.js",
+    options: ["--uploads N        concurrent uploads (default 20)", "--size-mb N        size of each (default 50)", "--rounds N         interleaved rounds (default 3)"],
+  },
   tracing: {
     what: "the tracer's and the collector's cost per request, in-process (run node with --expose-gc)",
     module: "./modes/tracing.js",

@@ -30,6 +30,7 @@ export {
 } from "./rate-limit/rate-limit.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
+export type { FormLimits } from "./http/form.js";
 export {
   describeMiddleware, getMiddlewareContract,
   type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,

@@ -53,7 +53,7 @@ afterAll(() => {
 describe("keelson client", () => {
   it("writes the App's OpenAPI document and its types", () => {
     expect(generated.code, generated.output).toBe(0);
-    expect(generated.output).toContain("7 operation(s)");
+    expect(generated.output).toContain("9 operation(s)");
     const written = JSON.parse(readFileSync(join(out, "openapi.json"), "utf8")) as OpenAPIDocument;
     const app = buildApp();
     expect(written).toEqual(JSON.parse(JSON.stringify(buildOpenAPIDocument(app.routes, app.config.docs))));

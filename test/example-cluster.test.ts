@@ -91,6 +91,18 @@ async function writesAreSharedByEveryWorker(port: number): Promise<void> {
   expect((await call(port, "DELETE", "/api/books/b3")).status).toBe(204);
   for (let i = 0; i < WORKERS; i++) expect((await call(port, "DELETE", "/api/books/b3")).status).toBe(404);
   expect((await call(port, "GET", "/health")).body.checks).toEqual({ database: "UP" });
+
+  // A cover uploaded through one worker is read back, byte for byte, through the others.
+  const image = new Uint8Array(300 * 1024).map((_, i) => (i * 31) % 251);
+  const form = new FormData();
+  form.append("cover", new File([image], "cover.png", { type: "image/png" }));
+  const uploaded = await fetch(`http://127.0.0.1:${port}/api/books/${first}/cover`, { method: "PUT", body: form, headers: { authorization: `Bearer ${token}` } });
+  expect(uploaded.status).toBe(204);
+  for (let i = 0; i < WORKERS * 2; i++) {
+    const cover = await fetch(`http://127.0.0.1:${port}/api/books/${first}/cover`, { headers: { connection: "close" } });
+    expect([cover.status, cover.headers.get("content-type")]).toEqual([200, "image/png"]);
+    expect(Buffer.from(await cover.arrayBuffer()).equals(Buffer.from(image))).toBe(true);
+  }
 }
 
 describe("the bookstore under the supervisor (4 workers)", () => {

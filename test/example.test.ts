@@ -126,6 +126,34 @@ describe("the bookstore example (in-process)", () => {
     expect(doc.components.securitySchemes).toEqual({ bearer: { type: "http", scheme: "bearer", bearerFormat: "JWT" } });
   });
 
+  it("stores a book's cover (multipart, one image up to 2 MiB) and serves the same bytes back", async () => {
+    const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, ...new Uint8Array(5000).fill(9)]);
+    const upload = (bytes: Uint8Array<ArrayBuffer>, type: string, headers: Record<string, string> = { authorization: WRITE.authorization! }, path = "/api/books/b2/cover") => {
+      const form = new FormData();
+      form.append("cover", new File([bytes], "cover", { type }));
+      return app.request(path, { method: "PUT", body: form, headers });
+    };
+    expect((await app.request("/api/books/b2/cover")).status).toBe(404);
+    expect((await upload(png, "image/png", {})).status).toBe(401);
+    expect((await upload(png, "image/png")).status).toBe(204);
+    const cover = await app.request("/api/books/b2/cover");
+    expect([cover.status, cover.headers.get("content-type")]).toEqual([200, "image/png"]);
+    expect(new Uint8Array(await cover.arrayBuffer())).toEqual(png);
+    // Replaced by a second upload.
+    expect((await upload(new Uint8Array([0xff, 0xd8, 0xff]), "image/jpeg")).status).toBe(204);
+    expect((await app.request("/api/books/b2/cover")).headers.get("content-type")).toBe("image/jpeg");
+    // Not an image, too large for the schema, too large to read at all, no such book.
+    expect(await (await upload(png, "text/plain")).json()).toMatchObject({ code: "VALIDATION_ERROR", errors: [{ path: "body.cover" }] });
+    expect((await upload(new Uint8Array(2 * 1024 * 1024 + 1), "image/png")).status).toBe(422);
+    expect(await (await upload(new Uint8Array(3 * 1024 * 1024), "image/png")).json()).toMatchObject({ status_code: 413, code: "PAYLOAD_TOO_LARGE" });
+    expect((await upload(png, "image/png", undefined, "/api/books/nope/cover")).status).toBe(404);
+    // A deleted book takes its cover with it.
+    expect((await app.request("/api/books/b2", { method: "DELETE", headers: WRITE })).status).toBe(204);
+    expect((await app.request("/api/books/b2/cover")).status).toBe(404);
+    const doc = (await call("/docs/openapi.json")).body as { paths: Record<string, { put: { requestBody: { content: Record<string, unknown> } } }> };
+    expect(Object.keys(doc.paths["/api/books/{id}/cover"]!.put.requestBody.content)).toContain("multipart/form-data");
+  });
+
   it("answers a wrong method with 405", async () => {
     const res = await call("/api/books", { method: "PATCH" });
     expect([res.status, res.headers.get("allow")]).toEqual([405, "GET, HEAD, POST"]);

@@ -100,6 +100,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "ErrorCode",
         "ErrorCodeInfo",
         "FieldError",
+        "FormLimits",
         "Handler",
         "HandlerResult",
         "HealthChecker",

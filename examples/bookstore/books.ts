@@ -3,6 +3,7 @@ import type { Middleware } from "h3";
 import { z } from "zod";
 import { created, del, get, notFound, post, put, type Controller, type Module, type Repository, type Route } from "../../src/index.js";
 import { defineSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
+import { CoverStore, CoversController } from "./covers.js";
 
 export const Book = z
   .object({
@@ -54,16 +55,19 @@ export function defineBooksRepository(db: SQLDatabase) {
 export class BooksController implements Controller {
   readonly #books: Repository<Book, string>;
   readonly #writer: Middleware;
+  readonly #covers: CoverStore | undefined;
 
-  /** `writer` guards the write routes (POST, PUT, DELETE): see auth.ts. */
-  constructor(books: Repository<Book, string>, writer: Middleware) {
+  /** `writer` guards the write routes (POST, PUT, DELETE): see auth.ts. A deleted book's cover goes with it. */
+  constructor(books: Repository<Book, string>, writer: Middleware, covers?: CoverStore) {
     this.#books = books;
     this.#writer = writer;
+    this.#covers = covers;
   }
 
   routes(): Route[] {
     const books = this.#books;
     const writer = this.#writer;
+    const covers = this.#covers;
     return [
       get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(ctx.event.req.signal, ctx.pagination()))
         .tag("books")
@@ -93,6 +97,7 @@ export class BooksController implements Controller {
         .describe("Replace a book"),
       del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" }, 404: { description: "No book with this id" } } }, async (ctx) => {
         if (!(await books.delete(ctx.event.req.signal, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
+        await covers?.delete(ctx.event.req.signal, ctx.params.id);
       })
         .use(writer)
         .tag("books")
@@ -110,8 +115,10 @@ export function booksModule(db: SQLDatabase, writer: Middleware): Module {
     name: "books",
     register(router) {
       const books = defineBooksRepository(db);
-      router.registerController(new BooksController(books, writer));
-      return books.init();
+      const covers = new CoverStore(db);
+      router.registerController(new BooksController(books, writer, covers));
+      router.registerController(new CoversController(books, covers, writer));
+      return Promise.all([books.init(), covers.init()]).then(() => undefined);
     },
   };
 }

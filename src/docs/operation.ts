@@ -112,7 +112,10 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
     return errorResponse(status, doc.description ?? STATUS_CODES[status] ?? "Error", known?.code);
   }
   const response: OpenAPIResponse = { description: doc.description ?? STATUS_CODES[status] ?? "Response" };
-  if (doc.schema && !EMPTY_STATUSES.has(status)) {
+  if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
+    const schema = doc.schema ? ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} : { type: "string", format: "binary" };
+    response.content = Object.fromEntries((Array.isArray(doc.contentType) ? doc.contentType : [doc.contentType]).map((type) => [type, { schema }]));
+  } else if (doc.schema && !EMPTY_STATUSES.has(status)) {
     response.content = { "application/json": { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
   }
   return response;
@@ -195,7 +198,8 @@ export function routeOperation(route: Route, path: string, ctx: OperationContext
   if (parameters.length > 0) operation.parameters = parameters;
   if (o.body) {
     const schema = ctx.schemas.add(o.body, "input", `${id}Body`) ?? {};
-    operation.requestBody = { required: !acceptsUndefined(o.body), content: { "application/json": { schema } } };
+    const media = o.bodyType === "form" ? ["multipart/form-data", "application/x-www-form-urlencoded"] : ["application/json"];
+    operation.requestBody = { required: !acceptsUndefined(o.body), content: Object.fromEntries(media.map((type) => [type, { schema }])) };
   }
   return { ...operation, operationId: id, responses: responsesOf(route, params.length > 0, contracts, ctx, id) };
 }
