@@ -49,9 +49,11 @@ test: test-prerequisites lint typecheck build
 # System packages the suites run, checked before anything else: installed with apt-get when missing
 # (as root or with sudo), or make stops at once with the command to run. One line per package.
 # PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
+# Prometheus: promtool checks the cluster's /metrics exposition (the server itself is not started).
 test-prerequisites:
 	@scripts/ensure-apt.sh /usr/bin/chromium chromium
 	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
+	@scripts/ensure-apt.sh /usr/bin/promtool prometheus
 
 # The tests against the newest h3 2.x, what a fresh install of keelson gets (scripts/check-h3-latest.sh; CI runs it).
 check-h3-latest: $(STAMP)

@@ -2,8 +2,9 @@ import { H3, toRequest, type H3Event, type H3EventContext, type HTTPError, type 
 import { FastResponse, type ServerRequest } from "srvx";
 import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
-  DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
+  DEFAULT_SHUTDOWN_TIMEOUT, ENVS, checkConfig, checkPortEnv, type DocsConfig, type Env, type KConfig,
 } from "./config.js";
+import { PORT_RULE, envNumber } from "./checks.js";
 import { defineDocsRoutes } from "./docs/index.js";
 import { documentAsHealth } from "./docs/builtins.js";
 import { createError } from "./errors.js";
@@ -38,19 +39,17 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv
   docs: DocsConfig & { path: string; title: string; version: string };
 }
 
-const ENVS: readonly Env[] = ["development", "staging", "production"];
-
 function resolveConfig(config: KConfig): ResolvedConfig {
   const portEnv = config.portEnv ?? "PORT";
-  const rawPort = portEnv === false ? undefined : process.env[portEnv];
-  const envPort = rawPort === undefined || rawPort === "" ? undefined : Number(rawPort);
+  checkPortEnv(portEnv);
+  // Read whether or not the code sets a port: the operator's variable wins (docs/configuration.md#the-port).
+  const envPort = portEnv === false ? undefined : envNumber(portEnv, PORT_RULE);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
-  return {
+  const resolved: ResolvedConfig = {
     serviceName,
     version: config.version ?? docsVersion,
-    // The operator's PORT wins over the port written in the code (docs/configuration.md#the-port).
     port: envPort ?? config.port ?? DEFAULT_PORT,
     portEnv,
     host: config.host,
@@ -64,6 +63,8 @@ function resolveConfig(config: KConfig): ResolvedConfig {
     shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
     shutdownDelay: config.shutdownDelay ?? 0,
   };
+  checkConfig({ ...resolved, cors: config.cors });
+  return resolved;
 }
 
 /**
@@ -307,8 +308,6 @@ export class App implements Router {
     try {
       await Promise.all(this.#startup);
       this.#allow ??= buildAllowRouter(this.#routes);
-      // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
-      if (Number.isNaN(this.config.port)) throw new Error(`invalid port: the ${this.config.portEnv || "PORT"} environment variable is not a number`);
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
@@ -406,7 +405,8 @@ export class App implements Router {
     if (state && kerror.statusCode >= 500) state.error = original;
     logServerError(this.logger, event, kerror, original);
     // An oversized body is left unread: close the connection rather than read it to the end.
-    return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
+    const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
+    return errorResponse(kerror, extra);
   }
 }
 

@@ -1,5 +1,6 @@
 export { App, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
+export { envNumber, type NumberRule } from "./checks.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
 export { HandlerContext, type ContextServices } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
@@ -28,6 +29,7 @@ export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
 } from "./rate-limit/rate-limit.js";
+export { addressKey } from "./rate-limit/address.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export type { FormLimits } from "./http/form.js";

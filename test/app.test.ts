@@ -53,10 +53,17 @@ describe("new App(config): defaults", () => {
     expect(new App({ port: 5555, portEnv: "ADMIN_PORT" }).config.port).toBe(5555);
   });
 
-  it("rejects listen() with a clear message when PORT is not a number", async () => {
+  it("refuses a PORT that is not a port when the App is made, naming the variable", () => {
     vi.stubEnv("PORT", "http");
-    const app = new App({ logger: captureLogs().logger });
-    await expect(app.listen()).rejects.toThrow("invalid port: the PORT environment variable is not a number");
+    expect(() => new App({ logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
+    // PORT wins over the code's port, so it is read (and refused) with an explicit port too; an App
+    // whose port ignores the environment does not read it.
+    expect(() => new App({ port: 0, logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
+    expect(new App({ port: 0, portEnv: false, logger: captureLogs().logger }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "x1");
+    expect(() => new App({ port: 0, portEnv: "ADMIN_PORT" })).toThrow('ADMIN_PORT must be an integer from 0 to 65535, got "x1"');
+    expect(() => new App({ portEnv: "" })).toThrow('portEnv must be an environment variable name (such as "ADMIN_PORT") or false, got ""');
+    expect(() => new App({ portEnv: true as unknown as false })).toThrow("portEnv must be an environment variable name");
   });
 
   it("takes env from NODE_ENV only when it is one of the three values", () => {

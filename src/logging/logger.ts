@@ -5,6 +5,7 @@
  */
 import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./format.js";
 import { jsonOrigin, textOrigin } from "./origin.js";
+import { checkOneOf } from "../checks.js";
 import { flushAllSinks, sinkFor, type LogWriter, type Sink } from "./sink.js";
 import { LineHead, methodPart, statusPart } from "./request-line.js";
 
@@ -61,7 +62,7 @@ export class Logger {
 
   constructor(options: LoggerOptions) {
     this.isProduction = options.isProduction;
-    this.format = options.format ?? (options.isProduction ? LogFormatJSON : LogFormatText);
+    this.format = checkOneOf(options.format ?? (options.isProduction ? LogFormatJSON : LogFormatText), "format", [LogFormatText, LogFormatJSON]);
     this.debugEnabled = !options.isProduction;
     this.sink = sinkFor(options.output ?? 1);
     this.json = this.format === LogFormatJSON;

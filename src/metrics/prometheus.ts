@@ -1,4 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../http/headers.js";
@@ -60,6 +61,12 @@ const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
 const PRIMARY_REPLY_MARGIN_MS = 1000;
 
 /**
+ * prom-client's default gauges whose names end in `_total` (reserved for counters). Their values
+ * remain as `sum without (type) (nodejs_active_handles)` and likewise for requests and resources.
+ */
+const MISNAMED_DEFAULT_GAUGES = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"] as const;
+
+/**
  * Prometheus metrics as a keelson Module: `http_request_duration_seconds` for every request,
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
@@ -68,16 +75,21 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const prefix = options.prefix ?? "";
   const path = options.path ?? "/metrics";
   const registry = options.registry ?? new Registry();
-  const timeoutMs = options.clusterTimeoutMs ?? 2000;
-  if (!(timeoutMs > 0)) throw new Error(`clusterTimeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
-  const port = options.port;
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new Error(`port must be an integer from 0 to 65535, got ${String(port)}`);
+  const timeoutMs = checkNumber(options.clusterTimeoutMs ?? 2000, "clusterTimeoutMs", MS_ABOVE_0);
+  const port = checkOptionalNumber(options.port, "port", PORT_RULE);
+  const buckets = options.buckets ?? HTTP_SERVER_DURATION_BUCKETS;
+  if (!buckets.every((bound, i) => Number.isFinite(bound) && (i === 0 || bound > buckets[i - 1]!))) {
+    throw new Error(`buckets must be finite numbers in increasing order, got [${buckets.join(",")}]`);
   }
-  const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, options.buckets ?? HTTP_SERVER_DURATION_BUCKETS);
+  const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix });
+    // prom-client also exports these three sums as gauges named like counters, which promtool and
+    // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
+    for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
+  }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
