@@ -5,8 +5,9 @@ import { defineConfig } from "vitest/config";
 // the project of what it starts: real sockets in this process, real child processes, a browser.
 const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "cli-*", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
-  "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "sql-*", "supervisor*", "tracing-exit",
+  "bundle", "cli-*", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
+  "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

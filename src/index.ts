@@ -17,7 +17,7 @@ export {
   type SpanAttributeValue, type Tracer, type Translator,
 } from "./integrations.js";
 export type { ShutdownReport } from "./lifecycle/lifecycle.js";
-export { defineJob, type Job, type JobContext, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
+export { defineJob, type Job, type JobContext, type JobLeases, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
   type LogFormat, type LogWriter, type RequestLogEntry,
@@ -43,3 +43,8 @@ export {
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,
 } from "./http/route.js";
+export { EventStream, type EventStreamOptions, type SendOptions } from "./streams/event-stream.js";
+export type { ChannelEvent, Missed } from "./streams/event.js";
+export { configureStreams, publish, type StreamsOptions } from "./streams/hub.js";
+export { sse, websocket, type EventStreamHandler, type WebSocketHandler } from "./streams/routes.js";
+export { GOING_AWAY, KeelsonSocket, type WebSocketHooks, type WebSocketOptions } from "./streams/websocket.js";

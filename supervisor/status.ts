@@ -1,5 +1,6 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
+import { fdUsage, memoryUsage } from "../src/cluster/process-usage.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
@@ -30,6 +31,9 @@ export interface StatusReport {
     port: number | undefined;
     /** Its control socket, if it has one. */
     controlSocket: string | undefined;
+    /** Open file descriptors and their soft limit (absent: unlimited); absent where unknown (not Linux). */
+    fds?: number;
+    fdLimit?: number;
   };
   /**
    * What the cluster features report (FeatureHost.addStatus), by name: `metrics` is where the
@@ -80,7 +84,9 @@ export class StatusBoard {
 
   read(): StatusReport {
     const now = performance.now();
-    const memory = process.memoryUsage();
+    // Neither throws at EMFILE: `keelson status` is what one runs when descriptors are short.
+    const memory = memoryUsage();
+    const fds = fdUsage();
     // The primary's utilisation since the previous read (or its start): a `--watch` refresh period.
     const elu = performance.eventLoopUtilization(this.#lastElu).utilization;
     this.#lastElu = performance.eventLoopUtilization();
@@ -92,6 +98,7 @@ export class StatusBoard {
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
         cwd: process.cwd(), port: live.find((handle) => handle.info !== undefined)?.info?.port,
         controlSocket: this.#options.controlSocket === false ? undefined : this.#options.controlSocket,
+        ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
       },
       breaker: {
         state: this.#host.crashLoop() ? "tripped" : "closed", crashes: this.#pool.crashesNow(),

@@ -60,4 +60,10 @@ export interface FeatureHost {
    * called at every status request; undefined leaves the section out.
    */
   addStatus(name: string, read: () => unknown): void;
+  /**
+   * Adds a judge of worker deaths: a reason it returns (e.g. the worker died running a job) keeps
+   * that death out of the crash-loop breaker; the worker's slot still restarts after its backoff.
+   * Optional: a host without it counts every death.
+   */
+  excuseCrashes?(judge: (worker: FeatureWorker) => string | undefined): void;
 }

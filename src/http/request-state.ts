@@ -9,12 +9,18 @@ export class RequestState {
   readonly span: Span;
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
+  /**
+   * Set by an event-stream or WebSocket route: settles with the status to log when the stream or
+   * socket ends, and the request is logged, measured and its span ended then, not at its head.
+   */
+  stream: Promise<number> | undefined;
 
   constructor(event: H3Event, start: number, span: Span) {
     this.event = event;
     this.start = start;
     this.span = span;
     this.error = undefined;
+    this.stream = undefined;
   }
 }
 

@@ -66,6 +66,7 @@ export class Logger {
     this.debugEnabled = !options.isProduction;
     this.sink = sinkFor(options.output ?? 1);
     this.json = this.format === LogFormatJSON;
+    this.sink.reportDropsWith((message) => this.line(WARN, message));
   }
 
   /** Logs at info level. */
@@ -130,12 +131,14 @@ export class Logger {
   }
 
   private log(level: Level, message: string): void {
+    this.sink.write(this.line(level, message));
+  }
+
+  private line(level: Level, message: string): string {
     const now = Date.now();
-    this.sink.write(
-      this.json
-        ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
-        : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`,
-    );
+    return this.json
+      ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
+      : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`;
   }
 }
 

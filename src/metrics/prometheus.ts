@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
@@ -9,6 +9,8 @@ import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type Metri
 import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
+import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
+import { droppedLogLines } from "../logging/sink.js";
 
 /** Settings of `definePrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -16,7 +18,7 @@ export interface PrometheusOptions {
   path?: string;
   /** Prepended to every metric name this module creates (`myapp_`). Default none. */
   prefix?: string;
-  /** prom-client's default process and Node.js metrics. Default true. */
+  /** prom-client's default process and Node.js metrics, and `keelson_log_lines_dropped_total`. Default true. */
   defaultMetrics?: boolean;
   /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
   buckets?: readonly number[];
@@ -89,6 +91,8 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
     // prom-client also exports these three sums as gauges named like counters, which promtool and
     // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
     for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
+    // A process metric like prom-client's: left out with them.
+    registerLogDrops(registry, prefix);
   }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
@@ -177,7 +181,36 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
       shed.inc({ reason });
     },
     observeJob: jobMetrics(registry, prefix),
+    ...streamMetrics(registry, prefix),
   };
+}
+
+/**
+ * `keelson_open_streams{kind,route}`: event streams (`sse`) and WebSockets open now, registered at
+ * the first one. A gauge: under the supervisor it is kept per worker (a `worker` label), not summed.
+ */
+function streamMetrics(registry: Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed"> {
+  let open: Gauge | undefined;
+  const gauge = () => (open ??= new Gauge({
+    name: `${prefix}keelson_open_streams`, help: "Event streams (kind sse) and WebSockets (kind websocket) open now, by route.",
+    labelNames: ["kind", "route"], registers: [registry],
+  }));
+  return {
+    streamOpened: (kind, route) => gauge().inc({ kind, route }),
+    streamClosed: (kind, route) => gauge().dec({ kind, route }),
+  };
+}
+
+/** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLogDrops(registry: Registry, prefix: string): Counter {
+  return new Counter({
+    name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
+    // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(droppedLogLines());
+    },
+  });
 }
 
 /** Upper bounds in seconds of `keelson_job_duration_seconds`: jobs take from milliseconds to an hour. */
