@@ -3,10 +3,10 @@ import { defineConfig } from "vitest/config";
 // Projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
 // `make test` runs unit, socket, process and browser. A file belongs to `unit` unless it is listed under
 // the project of what it starts: real sockets in this process, real child processes, a browser.
-const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "security-headers", "status-line", "tracing", "validation"];
+const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "response-schema", "security-headers", "status-line", "tracing", "validation"];
 const process = [
   "bundle", "cli-*", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
-  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
+  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "openapi-lint", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];

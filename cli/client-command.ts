@@ -13,8 +13,9 @@ export const CLIENT_USAGE = `Usage: keelson client <entry> [--export NAME] [--ou
 Writes DIR/openapi.json (the App's OpenAPI document) and DIR/api.d.ts (TypeScript types of every
 path, parameter, body and response, one type per status code) for openapi-fetch's createClient.
 
-<entry> is a module that builds the App without listening: its export NAME (default "buildApp"),
-else its default export, is an App or a function (no arguments, may be async) returning one.
+<entry> is a module that builds the App: its export NAME (default "buildApp"), else its default
+export, is an App or a function (no arguments, may be async) returning one. An entry that calls
+listen() while imported (a main.ts) is documented without serving: listen() hands the App over.
 --from-url reads the document of a running service instead (e.g. http://localhost:3000/docs/openapi.json).
 
 Options:
@@ -65,12 +66,25 @@ interface AppLike {
 const isAppLike = (value: unknown): value is AppLike =>
   typeof value === "object" && value !== null && Array.isArray((value as AppLike).routes) && typeof (value as AppLike).config?.docs === "object";
 
-/** Imports `entry` and builds its App: the named export, else the default export, called if it is a function. */
+/** What App.listen() looks for (src/app.ts): set, it hands the App over instead of serving. */
+const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");
+
+/**
+ * Imports `entry` and builds its App: the named export, else the default export, called if it is
+ * a function. An entry that calls `listen()` while it is imported (a main.ts) never serves:
+ * listen() hands its App over and never settles, so the import is not awaited past that point.
+ */
 async function loadApp(entry: string, exportName: string): Promise<AppLike> {
   const url = entry.startsWith("file:") ? entry : pathToFileURL(isAbsolute(entry) ? entry : resolve(entry)).href;
-  const module = (await import(url)) as Record<string, unknown>;
+  const listening = new Promise<AppLike>((handOver) => {
+    (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY] = handOver;
+  });
+  const imported = (import(url) as Promise<Record<string, unknown>>).then((module) => ({ module }));
+  const first = await Promise.race([imported, listening.then((app) => ({ app }))]);
+  if ("app" in first) return first.app;
+  const { module } = first;
   const exported = module[exportName] ?? module.default;
-  if (exported === undefined) throw new Error(`${entry} exports neither "${exportName}" nor a default export`);
+  if (exported === undefined) throw new Error(`${entry} exports neither "${exportName}" nor a default export (nor calls listen())`);
   const app: unknown = typeof exported === "function" ? await (exported as () => unknown)() : exported;
   if (!isAppLike(app)) throw new Error(`${entry}: "${module[exportName] === undefined ? "default" : exportName}" is not an App nor a function returning one`);
   return app;
@@ -94,15 +108,25 @@ async function readDocument(source: { entry: string; exportName: string } | { ur
   }
 }
 
-/** openapi-typescript is an optional peer: only those who generate clients install it. */
-async function toTypeScript(document: OpenAPIDocument): Promise<string> {
-  let generator: typeof import("openapi-typescript");
+type Generator = typeof import("openapi-typescript");
+
+/** openapi-typescript is an optional peer: only those who generate clients install it. Loaded first, before any App is built. */
+async function loadGenerator(): Promise<Generator> {
   try {
-    generator = await import("openapi-typescript");
+    return await import("openapi-typescript");
   } catch {
     throw new Error("openapi-typescript is not installed: npm install --save-dev openapi-typescript");
   }
-  const ast = await generator.default(document as unknown as Parameters<typeof generator.default>[0]);
+}
+
+/**
+ * The types of the document. `defaultNonNullable: false`: a field with a default is optional
+ * where the document says so (request bodies and parameters: keelson writes the input side of a
+ * schema there) and present where the document requires it (responses: the output side lists it
+ * in `required`), instead of required everywhere.
+ */
+async function toTypeScript(generator: Generator, document: OpenAPIDocument): Promise<string> {
+  const ast = await generator.default(document as unknown as Parameters<Generator["default"]>[0], { defaultNonNullable: false });
   return generator.COMMENT_HEADER + generator.astToString(ast);
 }
 
@@ -125,8 +149,9 @@ export async function runClientCommand(argv: readonly string[]): Promise<number>
     return 2;
   }
   try {
+    const generator = await loadGenerator();
     const document = await readDocument(request.source);
-    const types = await toTypeScript(document);
+    const types = await toTypeScript(generator, document);
     mkdirSync(request.out, { recursive: true });
     writeFileSync(join(request.out, "openapi.json"), JSON.stringify(document, null, 2) + "\n");
     writeFileSync(join(request.out, "api.d.ts"), types);

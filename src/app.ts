@@ -37,7 +37,7 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv
   serviceName: string;
   version: string;
   host: string | undefined;
-  docs: DocsConfig & { path: string; title: string; version: string };
+  docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
 }
 
 function resolveConfig(config: KConfig): ResolvedConfig {
@@ -58,6 +58,8 @@ function resolveConfig(config: KConfig): ResolvedConfig {
     disableHealth: config.disableHealth ?? false,
     docs: {
       ...config.docs, path: joinPath(config.docs?.path ?? DEFAULT_DOCS_PATH, ""), title: config.docs?.title ?? serviceName, version: docsVersion,
+      // The document lists the 503 of load shedding on every operation it can hit.
+      ...(config.loadShedding !== undefined && config.loadShedding !== false && { shedsLoad: true }),
     },
     bodyLimit: config.bodyLimit ?? DEFAULT_BODY_LIMIT,
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
@@ -92,6 +94,8 @@ export class App implements Router {
   #jobs: JobScheduler | undefined;
   readonly #shedder: LoadShedder | undefined;
   #inflight = 0;
+  /** `app.use(fn)` middleware, in order: every route runs it (see RegisteredRoute.appMiddleware). */
+  readonly #appMiddleware: Middleware[] = [];
   #requests = 0;
   #listening: Promise<void> | undefined;
 
@@ -162,10 +166,10 @@ export class App implements Router {
     // As h3's own serve() does: the routes (and the OpenAPI document built from them) are fixed
     // once the server is up; a route added later is almost always a bug.
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
-    const handler = compileRoute(route, this.#services, this.config.bodyLimit);
+    const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
     const all = [...middleware, ...(route.options.middleware ?? [])];
     this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
-    this.#routes.push({ method: route.method, path, route, middleware: all });
+    this.#routes.push({ method: route.method, path, route, middleware: all, appMiddleware: this.#appMiddleware });
     this.#allow = undefined;
     return this;
   }
@@ -177,7 +181,10 @@ export class App implements Router {
 
   /** Installs a module; an h3 middleware function is added as global middleware instead. */
   use(module: Module | Middleware): this {
-    if (typeof module === "function") this.httpEngine.use(module);
+    if (typeof module === "function") {
+      this.httpEngine.use(module);
+      this.#appMiddleware.push(module);
+    }
     else this.installModule(module, this);
     return this;
   }
@@ -292,8 +299,14 @@ export class App implements Router {
    * Starts the server and resolves once it has shut down (by a signal or `close()`). The first
    * SIGINT/SIGTERM drains it, runs the hooks and exits the process (0 clean, 1 otherwise).
    * Rejects with a one-line reason if startup fails. A second call returns the same promise.
+   * Inside `keelson client` it starts nothing: it hands the App to the command and never settles.
    */
   listen(): Promise<void> {
+    const documentOnly = (globalThis as Record<symbol, unknown>)[DOCUMENT_ONLY];
+    if (typeof documentOnly === "function") {
+      (documentOnly as (app: App) => void)(this);
+      return new Promise<void>(doNothing);
+    }
     if (this.#listening === undefined && this.#lifecycle.shutdownStarted) {
       return Promise.reject(new Error("cannot listen: the app was closed"));
     }
@@ -433,3 +446,8 @@ export class App implements Router {
 const noopSpan = noopTracer.startSpan("noop");
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
 const doNothing = (): void => {};
+/**
+ * Set by `keelson client` before it imports an entry: an entry that calls listen() at import hands
+ * its App to the command instead of serving. A registered symbol: the entry may load its own copy of keelson.
+ */
+const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");

@@ -25,6 +25,7 @@ export {
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";
+export { pageOf, pageQuery, type DocumentedSchema, type PageOfOptions } from "./page-schema.js";
 export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,

@@ -15,8 +15,9 @@ const ROOT = resolve(import.meta.dirname, "..");
 const FIXTURES = join(ROOT, "test", "fixtures", "typed-client");
 
 /** Runs `keelson client …` from the sources; resolves with its exit code and output. */
-async function keelsonClient(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "cli", "cli.ts"), "client", ...args], { cwd: ROOT });
+async function keelsonClient(args: string[], imports: string[] = []): Promise<{ code: number | null; output: string }> {
+  const preload = imports.flatMap((file) => ["--import", file]);
+  const child = spawnChild([process.execPath, "--import", "tsx", ...preload, join(ROOT, "cli", "cli.ts"), "client", ...args], { cwd: ROOT });
   const { code } = await child.exited;
   return { code, output: child.output() };
 }
@@ -37,11 +38,19 @@ function typeCheck(files: string[]): string[] {
 // Inside the repository, so that the copied fixtures resolve openapi-fetch from its node_modules.
 let out: string;
 let generated: { code: number | null; output: string };
+let notes: { code: number | null; output: string };
 
 beforeAll(async () => {
   out = mkdtempSync(join(ROOT, "test", "fixtures", ".typed-client-"));
-  generated = await keelsonClient(["examples/bookstore/app.ts", "--out", out]);
+  [generated, notes] = await Promise.all([
+    keelsonClient(["examples/bookstore/app.ts", "--out", out]),
+    keelsonClient([join(FIXTURES, "notes-app.ts"), "--out", join(out, "notes")]),
+  ]);
   for (const file of ["calls.ts", "mistakes.ts"]) copyFileSync(join(FIXTURES, file), join(out, file));
+  if (existsSync(join(out, "notes", "api.d.ts"))) {
+    copyFileSync(join(out, "notes", "api.d.ts"), join(out, "notes-api.d.ts"));
+    copyFileSync(join(FIXTURES, "notes-calls.ts"), join(out, "notes-calls.ts"));
+  }
 });
 
 afterEach(() => killAllChildren());
@@ -84,6 +93,45 @@ describe("keelson client", () => {
   it("types every call: strict tsc accepts the calls and flags each deliberate mistake", () => {
     expect(existsSync(join(out, "api.d.ts"))).toBe(true);
     expect(typeCheck([join(out, "calls.ts"), join(out, "mistakes.ts")])).toEqual([]);
+  });
+
+  it("types defaulted fields as the document does (optional in a body, present in a response) and page/limit as query parameters", async () => {
+    expect(notes.code, notes.output).toBe(0);
+    expect(typeCheck([join(out, "notes-calls.ts")])).toEqual([]);
+    const { buildApp: buildNotes } = (await import(join(FIXTURES, "notes-app.ts"))) as { buildApp(): import("../src/index.js").App };
+    const app = buildNotes();
+    const { calls } = (await import(join(out, "notes-calls.ts"))) as { calls(baseUrl: string): Promise<Record<string, unknown[]>> };
+    const server = await listenOn(app);
+    try {
+      expect(await calls(server.url)).toEqual({
+        made: [201, false, []],
+        full: [201, true],
+        second: [2, 20, 0],
+        sized: [1, 2, "defaults left out"],
+        bare: [1, 20],
+      });
+    } finally {
+      await server.stop();
+    }
+  });
+
+  it("documents an entry that calls listen() at import without serving it", async () => {
+    const result = await keelsonClient([join(FIXTURES, "..", "client-listen-entry.ts"), "--out", join(out, "listen")]);
+    expect(result.code, result.output).toBe(0);
+    expect(result.output).toContain("entry: building done, calling listen()");
+    expect(result.output).not.toContain("listening on");
+    expect(result.output).not.toContain("entry: listen() settled");
+    // The same App as the example's app.ts builds: the same operations, the same types.
+    expect(result.output).toContain(/\d+ operation\(s\)/.exec(generated.output)![0]);
+    expect(readFileSync(join(out, "listen", "api.d.ts"), "utf8")).toBe(readFileSync(join(out, "api.d.ts"), "utf8"));
+  });
+
+  it("fails fast, before building the App, when openapi-typescript is not installed", async () => {
+    const result = await keelsonClient([join(FIXTURES, "..", "client-listen-entry.ts"), "--out", join(out, "none")], [join(FIXTURES, "..", "hide-openapi-typescript.mjs")]);
+    expect(result.code, result.output).toBe(1);
+    expect(result.output).toContain("keelson client: openapi-typescript is not installed: npm install --save-dev openapi-typescript");
+    expect(result.output).not.toContain("entry: building done");
+    expect(existsSync(join(out, "none"))).toBe(false);
   });
 
   it("calls every example route through openapi-fetch against the running service", async () => {

@@ -82,7 +82,7 @@ describe("keelson new", () => {
   it("installs keelson from the tarball and passes its own tests (make test)", async () => {
     await npm(["install", tarball], project);
     const output = stripVTControlCharacters(await run("make", ["test"], project));
-    expect(output).toMatch(/Tests\s+3 passed/);
+    expect(output).toMatch(/Tests\s+4 passed/);
     // Quiet: the App's request lines stay out of the test output.
     expect(output).not.toMatch(/\b(GET|POST) \/(api|health)\S* \d{3} /);
     tested = true;

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { IpcHandler, IpcRequestType } from "../src/cluster/ipc.js";
 import { installRateLimits } from "../src/rate-limit/primary.js";
 import { captureLogs } from "./helpers/logs.js";
-import { App, MemoryRateLimitStore, get, rateLimit, type RateLimitOptions, type RateLimitStore, type RateLimitTake } from "../src/index.js";
+import { App, MemoryRateLimitStore, buildOpenAPIDocument, get, rateLimit, type RateLimitOptions, type RateLimitStore, type RateLimitTake } from "../src/index.js";
 
 const MINUTE = 60_000;
 /** A window start far from the epoch, like a real clock; tests move `clock.now` by hand. */
@@ -196,5 +196,36 @@ describe("rateLimit", () => {
     for (const bad of [{ ...take, limit: 0 }, { ...take, key: 7 }, { ...take, algorithm: "token" }, { ...take, now: Number.NaN }, null]) {
       expect(() => serve!(bad as RateLimitTake)).toThrow("malformed ratelimit:take request");
     }
+  });
+});
+
+describe("rateLimit in the OpenAPI document", () => {
+  it("lists the 429 with RateLimit-Policy, RateLimit and Retry-After, and the quota headers on successes; the route answers exactly that", async () => {
+    const { app } = setup({ limit: 1 });
+    app.group("/api", rateLimit({ limit: 2, windowMs: MINUTE, name: "api" })).route(get("/things", () => ({ ok: true })));
+    const doc = buildOpenAPIDocument(app.routes, app.config.docs);
+    for (const path of ["/items", "/api/things"]) {
+      const { responses } = doc.paths[path]!.get!;
+      expect(Object.keys(responses["429"]!)).toEqual(["description", "content", "headers"]);
+      expect(responses["429"]).toMatchObject({
+        content: { "application/json": { schema: { $ref: "#/components/schemas/ErrorResponse" }, example: { status_code: 429, code: "RATE_LIMITED" } } },
+        headers: { "RateLimit-Policy": expect.any(Object), RateLimit: expect.any(Object), "Retry-After": { schema: { type: "integer", minimum: 1 } } },
+      });
+      expect(Object.keys((responses["200"] as { headers: object }).headers)).toEqual(["RateLimit-Policy", "RateLimit"]);
+      expect(responses["503"]).toBeUndefined();
+    }
+    // /health is not limited unless limitHealth: its operation lists no 429.
+    expect(doc.paths["/health"]!.get!.responses["429"]).toBeUndefined();
+    const ok = await app.request("/items");
+    expect([ok.status, ok.headers.has("ratelimit-policy"), ok.headers.has("ratelimit")]).toEqual([200, true, true]);
+    const limited = await app.request("/items");
+    expect([limited.status, limited.headers.has("retry-after"), ((await limited.json()) as { code: string }).code]).toEqual([429, true, "RATE_LIMITED"]);
+  });
+
+  it("lists a 503 when a failing store rejects requests (onStoreError: \"reject\")", () => {
+    const app = new App({ logger: captureLogs().logger });
+    app.route(get("/x", () => ({})).use(rateLimit({ limit: 1, windowMs: MINUTE, onStoreError: "reject" })));
+    const { responses } = buildOpenAPIDocument(app.routes, app.config.docs).paths["/x"]!.get!;
+    expect(responses["503"]).toMatchObject({ headers: { "Retry-After": expect.any(Object) } });
   });
 });

@@ -31,6 +31,9 @@ const stamp: Middleware = async (event, next) => {
 
 const noop: Middleware = () => undefined;
 
+/** An App middleware (`app.use(fn)`) that does nothing. */
+const appWide: Middleware = function appWide() {};
+
 describe("joinPath", () => {
   it.each([
     ["", "/books", "/books"],
@@ -336,9 +339,12 @@ describe("route declarations", () => {
     const guarded = get("/secret", () => null).use(own!);
     app.group("/v1", outer!).group("/x", inner!).route(guarded);
     expect(app.routes.slice(BUILTIN_ROUTES.length)).toEqual([
-      { method: "POST", path: "/api/books", route, middleware: [] },
-      { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!] },
+      { method: "POST", path: "/api/books", route, middleware: [], appMiddleware: [] },
+      { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!], appMiddleware: [] },
     ]);
+    // App middleware (app.use(fn)) is one list shared by every route, later additions included.
+    app.use(appWide);
+    expect(app.routes.map((r) => r.appMiddleware)).toEqual(app.routes.map(() => [appWide]));
   });
 
   it("include GET /health and the docs routes (hidden from the document), which move with the config", () => {

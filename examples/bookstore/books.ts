@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { Middleware } from "h3";
 import { z } from "zod";
-import { created, del, get, notFound, post, put, type Controller, type Module, type Repository, type Route } from "../../src/index.js";
+import {
+  created, del, get, notFound, pageOf, pageQuery, post, put, type Controller, type Module, type Repository, type Route,
+} from "../../src/index.js";
 import { defineSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
 import { CoverStore, CoversController } from "./covers.js";
 
@@ -17,22 +19,6 @@ export type Book = z.infer<typeof Book>;
 
 export const NewBook = Book.omit({ id: true }).meta({ id: "NewBook" });
 const BookId = z.object({ id: z.string().min(1).max(64) });
-const ListQuery = z.object({
-  // The documented range is what a client should send; out-of-range numbers are clamped, not
-  // refused, so the bounds are documentation (meta) rather than checks (min/max would 422).
-  page: z.number().int().optional().meta({ minimum: 1 }).describe("1-based page number (default 1; values below 1 become 1)"),
-  limit: z.number().int().optional().meta({ minimum: 1, maximum: 100 }).describe("Page size (default 20; below 1 becomes 20, above 100 becomes 100)"),
-});
-const BookPage = z
-  .object({
-    data: z.array(Book),
-    total: z.number().int(),
-    page: z.number().int(),
-    limit: z.number().int(),
-    total_pages: z.number().int(),
-  })
-  .meta({ id: "BookPage" });
-
 const SEED: Book[] = [
   { id: "b1", title: "The Pragmatic Programmer", author: "Hunt & Thomas", year: 1999 },
   { id: "b2", title: "Designing Data-Intensive Applications", author: "Martin Kleppmann", year: 2017 },
@@ -69,7 +55,7 @@ export class BooksController implements Controller {
     const writer = this.#writer;
     const covers = this.#covers;
     return [
-      get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(ctx.event.req.signal, ctx.pagination()))
+      get("/books", { query: pageQuery, responses: { 200: pageOf(Book) } }, (ctx) => books.findAll(ctx.event.req.signal, ctx.query))
         .tag("books")
         .describe("List books", "Offset pagination: out-of-range `page` and `limit` are clamped; non-numbers are a 422."),
       get("/books/:id", { params: BookId, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {

@@ -7,6 +7,7 @@ import { otelTracer } from "../../src/tracing/index.js";
 import { announceReady, book, createdBook, HOST, logFile, port, waitUntilAccepting } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
+const Book = z.object({ id: z.string(), title: z.string(), author: z.string() });
 
 /**
  * The full stack a production keelson service runs: JSON request logs to a file (like
@@ -14,7 +15,9 @@ const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.strin
  * default process metrics and GET /metrics, and the OpenTelemetry tracer adapter. The adapter
  * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK).
  */
-export function buildApp(): App {
+export function buildApp(options: { responseSchemas?: boolean } = {}): App {
+  // With response schemas (keelson-schemas), the bodies of GET /books/:id and POST /books are written by them.
+  const books = options.responseSchemas === true ? { 200: Book, 201: Book } : undefined;
   const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
   const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
   app.use(definePrometheus());
@@ -22,8 +25,8 @@ export function buildApp(): App {
   app.registerController({
     routes: () => [
       get("/hello", () => ({ hello: "world" })),
-      get("/books/:id", (ctx) => book(ctx.params.id)),
-      post("/books", { body: BookSchema }, (ctx) => created(createdBook(ctx.body))),
+      get("/books/:id", { responses: books }, (ctx) => book(ctx.params.id)),
+      post("/books", { body: BookSchema, responses: books }, (ctx) => created(createdBook(ctx.body))),
       get("/__cpu", () => process.cpuUsage()),
     ],
   });

@@ -109,9 +109,16 @@ export function isHealthRoute(route: Route): boolean {
   return healthRoutes.has(route);
 }
 
+const healthOperations = new WeakSet<OpenAPIOperation>();
+
+/** True for the operation healthOperation() built (a user's own `health` tag is left alone). */
+export function isHealthOperation(operation: OpenAPIOperation): boolean {
+  return healthOperations.has(operation);
+}
+
 /** GET /health, as the App registers it. */
 export function healthOperation(): OpenAPIOperation {
-  return {
+  const operation: OpenAPIOperation = {
     operationId: "getHealth",
     summary: "Health check",
     description: "Runs every registered health checker in parallel, each under a timeout. "
@@ -119,4 +126,6 @@ export function healthOperation(): OpenAPIOperation {
     tags: ["health"],
     responses: { 200: healthResponse("Every checker is UP"), 503: healthResponse("At least one checker is DOWN") },
   };
+  healthOperations.add(operation);
+  return operation;
 }

@@ -1,15 +1,22 @@
 import type { DocsConfig } from "../config.js";
 import { joinPath } from "../http/path.js";
 import type { RegisteredRoute } from "../http/route.js";
-import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthRoute } from "./builtins.js";
+import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthOperation, isHealthRoute } from "./builtins.js";
 import { SchemaCollector } from "./components.js";
 import { routeOperation, toOpenAPIPath, type OperationContext } from "./operation.js";
 import type {
   OpenAPIDocument, OpenAPIMethod, OpenAPIOperation, OpenAPIPathItem, OpenAPISecurityScheme,
 } from "./types.js";
 
-/** What the document's `info`, `servers`, `tags` and security schemes come from: an App's `config.docs`. */
-export type OpenAPIDocsConfig = DocsConfig & { title: string; version: string };
+/**
+ * What the document's `info`, `servers`, `tags` and security schemes come from: an App's
+ * `config.docs`. `shedsLoad` (set by the App when `loadShedding` is on) lists the 503 of load
+ * shedding on every operation but GET /health, which is never shed.
+ */
+export type OpenAPIDocsConfig = DocsConfig & { title: string; version: string; shedsLoad?: boolean };
+
+/** The description of the `health` tag of GET /health, unless `docs.tags` describes it. */
+const HEALTH_TAG_DESCRIPTION = "Liveness and readiness of the service";
 
 /** File name of the Scalar bundle under the docs path. */
 export const SCALAR_SCRIPT = "scalar.js";
@@ -53,13 +60,13 @@ interface Entry {
 function collectEntries(routes: readonly RegisteredRoute[], ctx: OperationContext): Entry[] {
   const seen = new Set<string>();
   const entries: Entry[] = [];
-  for (const { method, path, route, middleware } of routes) {
+  for (const { method, path, route, middleware, appMiddleware = [] } of routes) {
     const key = `${method} ${path}`;
     if (seen.has(key)) continue;
     seen.add(key);
     if (route.options.hidden) continue;
     const health = isHealthRoute(route);
-    const operation = health ? healthOperation() : routeOperation(route, path, ctx, middleware);
+    const operation = health ? healthOperation() : routeOperation(route, path, ctx, [...appMiddleware, ...middleware]);
     entries.push({
       path: toOpenAPIPath(path).path, method: method.toLowerCase() as OpenAPIMethod, operation, explicitId: !health && route.options.operationId !== undefined,
     });
@@ -95,7 +102,9 @@ function assignOperationIds(entries: readonly Entry[]): void {
 export function buildOpenAPIDocument(routes: readonly RegisteredRoute[], docs: OpenAPIDocsConfig): OpenAPIDocument {
   const reserved = { ...BUILTIN_SCHEMAS };
   if (!routes.some(({ route }) => isHealthRoute(route))) delete reserved[HEALTH_SCHEMA];
-  const ctx: OperationContext = { schemas: new SchemaCollector(reserved), usedErrors: new Set(), securitySchemes: new Map() };
+  const ctx: OperationContext = {
+    schemas: new SchemaCollector(reserved), usedErrors: new Set(), securitySchemes: new Map(), shedsLoad: docs.shedsLoad === true,
+  };
   const entries = collectEntries(routes, ctx);
   assignOperationIds(entries);
 
@@ -105,10 +114,18 @@ export function buildOpenAPIDocument(routes: readonly RegisteredRoute[], docs: O
   for (const [name, scheme] of ctx.securitySchemes) securitySchemes[name] ??= scheme;
   for (const { path, method, operation } of entries) {
     (paths[path] ??= {})[method] = operation;
-    for (const tag of operation.tags ?? []) if (!tags.has(tag)) tags.set(tag, { name: tag });
+    for (const tag of operation.tags ?? []) {
+      if (!tags.has(tag)) tags.set(tag, tag === "health" && isHealthOperation(operation) ? { name: tag, description: HEALTH_TAG_DESCRIPTION } : { name: tag });
+    }
     for (const requirement of operation.security ?? []) {
       for (const name of Object.keys(requirement)) securitySchemes[name] ??= defaultScheme(name);
     }
+  }
+
+  // Once any operation requires a credential, the public ones say so (`security: []`) rather than
+  // leaving readers and linters to guess.
+  if (Object.keys(securitySchemes).length > 0) {
+    for (const { operation } of entries) operation.security ??= [];
   }
 
   const document: OpenAPIDocument = {
@@ -117,7 +134,8 @@ export function buildOpenAPIDocument(routes: readonly RegisteredRoute[], docs: O
     paths,
     components: { schemas: ctx.schemas.finalize() },
   };
-  if (docs.servers?.length) document.servers = docs.servers.map(parseServer);
+  // Without `docs.servers`, the server is the one serving the document: OpenAPI's own default, written out.
+  document.servers = docs.servers?.length ? docs.servers.map(parseServer) : [{ url: "/", description: "The server this document is served from" }];
   if (tags.size > 0) document.tags = [...tags.values()];
   const responses = errorComponents(ctx.usedErrors);
   if (Object.keys(responses).length > 0) document.components.responses = responses;

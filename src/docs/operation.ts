@@ -13,6 +13,8 @@ export interface OperationContext {
   readonly schemas: SchemaCollector;
   readonly usedErrors: Set<number>;
   readonly securitySchemes: Map<string, OpenAPISecurityScheme>;
+  /** The App sheds load: every operation can answer 503. */
+  readonly shedsLoad?: boolean;
 }
 
 /** Statuses without a body: a schema given for them documents nothing. */
@@ -123,6 +125,12 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
   return response;
 }
 
+/** The 503 of load shedding (the App's `loadShedding`), answered before routing. */
+const SHED_RESPONSE = (): OpenAPIResponse => ({
+  ...errorResponse(503, "The service is overloaded (load shedding): retry after Retry-After", "SERVICE_UNAVAILABLE"),
+  headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } } },
+});
+
 function headersOf(docs: Readonly<Record<string, MiddlewareHeaderDoc>>): NonNullable<OpenAPIResponse["headers"]> {
   const out: NonNullable<OpenAPIResponse["headers"]> = {};
   for (const [name, doc] of Object.entries(docs)) out[name] = { description: doc.description, schema: doc.schema ?? { type: "string" } };
@@ -135,14 +143,18 @@ function responsesOf(route: Route, hasPathParams: boolean, contracts: readonly M
   for (const [key, value] of Object.entries(responses)) {
     out[key] = declaredResponse(Number(key), isSchema(value) ? { schema: value } : value, ctx, id);
   }
-  if (!Object.keys(out).some((status) => Number(status) < 400)) out["200"] = { description: "OK" };
+  // Without a declared success: a DELETE handler returns nothing (204), any other returns a value (200).
+  if (!Object.keys(out).some((status) => Number(status) < 400)) {
+    if (route.method === "DELETE") out["204"] = { description: "No Content" };
+    else out["200"] = { description: "OK" };
+  }
   // What the route's middleware answers by itself, and the headers it adds to what it lets through.
   for (const contract of contracts) {
     for (const [key, doc] of Object.entries(contract.responses ?? {})) {
       if (out[key] !== undefined) continue;
       const status = Number(key);
       const known = ERROR_RESPONSES.get(status);
-      const response = errorResponse(status, doc.description ?? known?.description ?? STATUS_CODES[status] ?? "Error", known?.code);
+      const response = errorResponse(status, doc.description ?? known?.description ?? STATUS_CODES[status] ?? "Error", doc.code ?? known?.code);
       if (doc.headers) response.headers = headersOf(doc.headers);
       out[key] = response;
     }
@@ -163,6 +175,7 @@ function responsesOf(route: Route, hasPathParams: boolean, contracts: readonly M
     ctx.usedErrors.add(status);
     out[status] = { $ref: `#/components/responses/${ERROR_RESPONSES.get(status)!.component}` };
   }
+  if (ctx.shedsLoad && out["503"] === undefined) out["503"] = SHED_RESPONSE();
   return out;
 }
 

@@ -1,7 +1,8 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { getRouterParams, type H3Event } from "h3";
 import { HandlerContext, type ContextServices } from "./context.js";
-import { json, noContent } from "./results.js";
+import { json, jsonText, JSONValueResponse, noContent } from "./results.js";
+import { responseSerializers, type ResponseSerializers } from "./response-schema.js";
 import type { Handler, Route } from "./route.js";
 import { readJSONBody } from "./body.js";
 import { readFormBody, resolveFormLimits, type ReadForm } from "./form.js";
@@ -34,8 +35,43 @@ function toResult(value: unknown): unknown {
   return isJSONValue(value) ? json(value) : value;
 }
 
-function settle(value: unknown): unknown {
+function settleAsBefore(value: unknown): unknown {
   return value instanceof Promise ? value.then(toResult) : toResult(value);
+}
+
+/**
+ * The result of a route with response schemas: a plain value (200) or a json()/created() response
+ * whose status has a schema is written through that schema; anything else as toResult() does.
+ */
+function shapedResult(serializers: ResponseSerializers): (value: unknown) => unknown {
+  const shape = (value: unknown): unknown => {
+    if (value instanceof JSONValueResponse) {
+      const serialize = serializers(value.status ?? 200);
+      if (serialize === undefined) return value;
+      const body = serialize(value.value);
+      if (typeof body === "string") {
+        value.body = body;
+        return value;
+      }
+      return body.then((text) => {
+        value.body = text;
+        return value;
+      });
+    }
+    const serialize = value === undefined || !isJSONValue(value) ? undefined : serializers(200);
+    if (serialize === undefined) return toResult(value);
+    const body = serialize(value);
+    return typeof body === "string" ? jsonText(value, body) : body.then((text) => jsonText(value, text));
+  };
+  return (value) => (value instanceof Promise ? value.then(shape) : shape(value));
+}
+
+/** How a route's handler result becomes a response, fixed when the route is compiled. */
+export interface ResultOptions {
+  /** The route's full path, named in the error line of a response that breaks its schema. */
+  readonly path: string;
+  /** Also validate what the handler returns against the response schema (all but production). */
+  readonly checkResponses: boolean;
 }
 
 function readParams(event: H3Event): Record<string, string> {
@@ -67,9 +103,13 @@ function lazyCoercer(schema: StandardSchemaV1 | undefined): Coercer | undefined 
  * coercion plans, whether a body is read) happens once, not per request; a route with no
  * schemas and no body takes a synchronous path that allocates only the context.
  */
-export function compileRoute(route: Route, services: ContextServices, appBodyLimit: number): (event: H3Event) => unknown {
+export function compileRoute(
+  route: Route, services: ContextServices, appBodyLimit: number, results: ResultOptions = { path: route.path, checkResponses: true },
+): (event: H3Event) => unknown {
   const { params: paramsSchema, query: querySchema, body: bodySchema, bodyType = "json" } = route.options;
   const handler = route.handler as unknown as AnyHandler;
+  const serializers = responseSerializers(route, results.path, results.checkResponses);
+  const settle = serializers === undefined ? settleAsBefore : shapedResult(serializers);
   const readsBody = route.method !== "GET";
   const coerceParams = lazyCoercer(paramsSchema);
   const coerceQuery = lazyCoercer(querySchema);

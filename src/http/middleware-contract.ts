@@ -1,5 +1,6 @@
 import type { Middleware } from "h3";
 import type { OpenAPISecurityScheme } from "../docs/types.js";
+import type { ErrorCode } from "../errors.js";
 
 /** A response header a middleware sets, as the OpenAPI document lists it. */
 export interface MiddlewareHeaderDoc {
@@ -11,6 +12,8 @@ export interface MiddlewareHeaderDoc {
 /** A status a middleware can answer by itself (with keelson's KError body), and the headers it sends with it. */
 export interface MiddlewareResponseDoc {
   description?: string;
+  /** The KError code of the body, for the document's example (default: the status's usual code). */
+  code?: ErrorCode;
   headers?: Record<string, MiddlewareHeaderDoc>;
 }
 

@@ -21,22 +21,38 @@ class FrozenHeaders extends Headers {
 const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
 
 /**
+ * A response built by json()/created(): it keeps the value it was built from, so a route with a
+ * response schema for its status can write that value again through the schema (handler.ts).
+ */
+export class JSONValueResponse extends HTTPResponse {
+  readonly value: unknown;
+  constructor(value: unknown, body: string, init: { status: number; headers?: Record<string, string> }) {
+    super(body, init);
+    this.value = value;
+  }
+}
+
+/**
  * h3 builds a new Headers from an HTTPResponse's init on every response (about 1 µs); a JSON
  * response without extra headers shares one frozen instance instead, as h3 does for the values
  * it serializes itself.
  */
-class JSONResponse extends HTTPResponse {
+class SharedHeadersJSONResponse extends JSONValueResponse {
   override get headers(): Headers {
     return SHARED_JSON_HEADERS;
   }
 }
 
+/** A JSON response whose body is already serialized (`value` is what it was written from). */
+export function jsonText(value: unknown, body: string, status = 200, headers?: Record<string, string>): JSONValueResponse {
+  return headers === undefined
+    ? new SharedHeadersJSONResponse(value, body, { status })
+    : new JSONValueResponse(value, body, { status, headers: { ...JSON_HEADERS, ...headers } });
+}
+
 /** A JSON response with any status and extra headers (always with `X-Content-Type-Options: nosniff`). */
 export function json(value: unknown, status = 200, headers?: Record<string, string>): HTTPResponse {
-  const body = JSON.stringify(value);
-  return headers === undefined
-    ? new JSONResponse(body, { status })
-    : new HTTPResponse(body, { status, headers: { ...JSON_HEADERS, ...headers } });
+  return jsonText(value, JSON.stringify(value), status, headers);
 }
 
 /** 201 Created with the created value as JSON, and a Location header when given. */

@@ -82,6 +82,11 @@ export interface RegisteredRoute {
   readonly route: Route;
   /** The middleware it runs besides the App's global middleware: its groups', then its own. */
   readonly middleware: readonly Middleware[];
+  /**
+   * The App's global middleware (`app.use(fn)`), which runs before it: one list shared by every
+   * route, so middleware added after the route counts too. The document reads their contracts.
+   */
+  readonly appMiddleware?: readonly Middleware[];
 }
 
 /**

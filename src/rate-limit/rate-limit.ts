@@ -8,6 +8,7 @@ import { primaryRateLimitStore } from "./ipc.js";
 import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { clientAddress, rateLimitHeaders, validateRateLimitOptions } from "./options.js";
+import { describeMiddleware, type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
 
 export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake };
 
@@ -96,7 +97,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     for (const header in headers) setResponseHeader(event, header, headers[header]!);
     return undefined;
   };
-  return function rateLimitMiddleware(event, next) {
+  return describeMiddleware(function rateLimitMiddleware(event, next) {
     if (options.limitHealth !== true && event.url.pathname === "/health") return next();
     leases ??= open();
     const key = `${name}:${keyOf(event)}`;
@@ -108,5 +109,31 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       setResponseHeader(event, "ratelimit-policy", policy);
       return reject ? errorResponse(createError("SERVICE_UNAVAILABLE", "rate limiting is unavailable: retry later"), { "retry-after": "1" }) : undefined;
     });
+  }, rateLimitContract(limit, windowMs, reject));
+}
+
+const RATE_LIMIT_HEADERS: Readonly<Record<string, MiddlewareHeaderDoc>> = {
+  "RateLimit-Policy": { description: "The quota policy (IETF draft): `\"<name>\";q=<limit>;w=<window seconds>`" },
+  RateLimit: { description: "What is left of the quota (IETF draft): `\"<name>\";r=<remaining>;t=<seconds to reset>`" },
+};
+
+/** What a rate-limited route adds to its document: the 429 and its headers, on every response. */
+function rateLimitContract(limit: number, windowMs: number, rejectOnStoreError: boolean): MiddlewareContract {
+  const responses: Record<number, MiddlewareResponseDoc> = {
+    429: {
+      description: `Rate limited (${limit} requests per ${Math.ceil(windowMs / 1000)} s): retry after Retry-After`,
+      code: "RATE_LIMITED",
+      headers: {
+        ...RATE_LIMIT_HEADERS,
+        "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } },
+      },
+    },
   };
+  if (rejectOnStoreError) {
+    responses[503] = {
+      description: "The rate-limit store is unavailable (onStoreError: \"reject\"): retry after Retry-After",
+      headers: { "Retry-After": { description: "Seconds to wait before retrying", schema: { type: "integer", minimum: 1 } } },
+    };
+  }
+  return { responses, headers: RATE_LIMIT_HEADERS };
 }

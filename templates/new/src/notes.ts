@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { created, get, notFound, post, type Module } from "keelson";
+import { created, get, notFound, pageOf, pageQuery, post, type Module } from "keelson";
 import { defineSQLRepository, type SQLDatabase } from "keelson/sql";
 
 const Note = z.object({ id: z.string(), text: z.string() }).meta({ id: "Note" });
@@ -17,6 +17,8 @@ export function notesModule(database: SQLDatabase): Module {
         post("/notes", { body: NewNote, responses: { 201: Note } }, async (ctx) =>
           created(await notes.create(ctx.event.req.signal, { id: crypto.randomUUID(), text: ctx.body.text }))),
       );
+      // `?page=&limit=` (defaults 1 and 20, at most 100) and the Page envelope, documented in one word each.
+      router.route(get("/notes", { query: pageQuery, responses: { 200: pageOf(Note) } }, (ctx) => notes.findAll(ctx.event.req.signal, ctx.query)));
       router.route(
         get("/notes/:id", { params: NoteId, responses: { 200: Note, 404: { description: "No note with this id" } } }, async (ctx) => {
           const note = await notes.findById(ctx.event.req.signal, ctx.params.id);

@@ -27,6 +27,15 @@ describe("{{name}}", () => {
     expect(await get.json()).toEqual({ id: note.id, text: "hello" });
   });
 
+  it("lists notes a page at a time", async () => {
+    const app = newApp();
+    for (const text of ["one", "two", "three"]) {
+      await app.request("/api/notes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text }) });
+    }
+    const page = await app.request("/api/notes?page=2&limit=2");
+    expect(await page.json()).toMatchObject({ data: [{ text: "three" }], total: 3, page: 2, limit: 2, total_pages: 2 });
+  });
+
   it("refuses an invalid body with a 422 naming the field", async () => {
     const response = await newApp().request("/api/notes", {
       method: "POST",
