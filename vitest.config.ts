@@ -7,7 +7,7 @@ import { defineConfig } from "vitest/config";
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
 const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "response-schema", "security-headers", "status-line", "tracing", "validation"];
 const process = [
-  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "bundle", "cli-*", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];

@@ -68,8 +68,20 @@ export interface KConfig {
   serviceName?: string;
   /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */
   version?: string;
-  /** Listen port. Default: the `PORT` environment variable, else 3000. */
+  /**
+   * Listen port, when the environment variable `portEnv` (`PORT`) does not set one: the operator's
+   * `PORT` (and `keelson start --port`) wins over the port written in the code. Default 3000.
+   */
   port?: number;
+  /**
+   * The environment variable that overrides `port`. Default `"PORT"`. A second App in the same
+   * process (an admin listener beside the service) names its own (`"ADMIN_PORT"`), or `false` to
+   * listen on `port` whatever the environment says.
+   *
+   * @example
+   * const admin = new App({ serviceName: "admin", port: 9100, portEnv: "ADMIN_PORT" });
+   */
+  portEnv?: string | false;
   /** Listen address. Default: all interfaces (Node's default). */
   host?: string;
   /** Default: `NODE_ENV` when it is one of the three values, else `development`. */
@@ -112,6 +124,12 @@ export const DEFAULT_HEALTH_TIMEOUT = 500;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
 export const ENVS: readonly Env[] = ["development", "staging", "production"];
 
+/** `portEnv` is an environment variable's name (letters, digits, `_`, not starting with a digit) or false. */
+export function checkPortEnv(portEnv: unknown): asserts portEnv is string | false {
+  if (portEnv === false || (typeof portEnv === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(portEnv))) return;
+  throw new Error(`portEnv must be an environment variable name (such as "ADMIN_PORT") or false, got ${JSON.stringify(portEnv) ?? String(portEnv)}`);
+}
+
 /**
  * Refuses, with the option's name and value, every numeric or enumerated setting of a KConfig
  * (defaults applied) that has no meaning: NaN from `Number(undefined)`, Infinity, negatives,
@@ -132,7 +150,7 @@ export function checkConfig(config: Pick<Required<KConfig>, "port" | "env" | "bo
 }
 
 /** KConfig with every default applied. */
-export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
   serviceName: string;
   version: string;
   host: string | undefined;
@@ -141,14 +159,18 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
 
 /** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
 export function resolveConfig(config: KConfig): ResolvedConfig {
-  const envPort = config.port === undefined ? envNumber("PORT", PORT_RULE) : undefined;
+  const portEnv = config.portEnv ?? "PORT";
+  checkPortEnv(portEnv);
+  // Read whether or not the code sets a port: the operator's variable wins (docs/configuration.md#the-port).
+  const envPort = portEnv === false ? undefined : envNumber(portEnv, PORT_RULE);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
   const resolved: ResolvedConfig = {
     serviceName,
     version: config.version ?? docsVersion,
-    port: config.port ?? envPort ?? DEFAULT_PORT,
+    port: envPort ?? config.port ?? DEFAULT_PORT,
+    portEnv,
     host: config.host,
     env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
     disableHealth: config.disableHealth ?? false,

@@ -22,6 +22,7 @@ describe("new App(config): defaults", () => {
       serviceName: "keelson-service",
       version: "1.0.0",
       port: 3000,
+      portEnv: "PORT",
       host: undefined,
       env: "development",
       disableHealth: false,
@@ -33,20 +34,36 @@ describe("new App(config): defaults", () => {
     });
   });
 
-  it("takes the port from PORT when the config has none", () => {
+  it("takes the port from PORT first (the operator's), else the config's, else 3000", () => {
     vi.stubEnv("PORT", "4321");
     expect(new App().config.port).toBe(4321);
-    expect(new App({ port: 5555 }).config.port).toBe(5555);
-    expect(new App({ port: 0 }).config.port).toBe(0);
+    expect(new App({ port: 5555 }).config.port).toBe(4321);
+    expect(new App({ port: 0 }).config.port).toBe(4321);
     vi.stubEnv("PORT", "");
     expect(new App().config.port).toBe(3000);
+    expect(new App({ port: 5555 }).config.port).toBe(5555);
+    vi.stubEnv("PORT", undefined);
+    expect(new App({ port: 0 }).config.port).toBe(0);
+    // A second App beside the service: its own variable, or none.
+    vi.stubEnv("PORT", "4321");
+    vi.stubEnv("ADMIN_PORT", "9100");
+    expect(new App({ port: 0, portEnv: "ADMIN_PORT" }).config.port).toBe(9100);
+    expect(new App({ port: 0, portEnv: false }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "");
+    expect(new App({ port: 5555, portEnv: "ADMIN_PORT" }).config.port).toBe(5555);
   });
 
   it("refuses a PORT that is not a port when the App is made, naming the variable", () => {
     vi.stubEnv("PORT", "http");
     expect(() => new App({ logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
-    // An explicit port wins: PORT is not even read.
-    expect(new App({ port: 0, logger: captureLogs().logger }).config.port).toBe(0);
+    // PORT wins over the code's port, so it is read (and refused) with an explicit port too; an App
+    // whose port ignores the environment does not read it.
+    expect(() => new App({ port: 0, logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
+    expect(new App({ port: 0, portEnv: false, logger: captureLogs().logger }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "x1");
+    expect(() => new App({ port: 0, portEnv: "ADMIN_PORT" })).toThrow('ADMIN_PORT must be an integer from 0 to 65535, got "x1"');
+    expect(() => new App({ portEnv: "" })).toThrow('portEnv must be an environment variable name (such as "ADMIN_PORT") or false, got ""');
+    expect(() => new App({ portEnv: true as unknown as false })).toThrow("portEnv must be an environment variable name");
   });
 
   it("takes env from NODE_ENV only when it is one of the three values", () => {
