@@ -18,15 +18,18 @@ import { createCors, type Cors } from "./http/cors.js";
 import { joinPath } from "./http/path.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./http/error-response.js";
 import { compileRoute } from "./http/handler.js";
-import { JSON_HEADERS, setResponseHeader } from "./http/headers.js";
+import { JSON_HEADERS, readRequestHeader, setResponseHeader } from "./http/headers.js";
+import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId, resolveRequestIdHeader } from "./http/request-id.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
 import { LoadShedder } from "./lifecycle/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
 import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
-import { RequestState } from "./http/request-state.js";
-import { newLogger, type Logger } from "./logging/logger.js";
+import { RequestState, logThreshold } from "./http/request-state.js";
+import { parseLogLevel, levelRank } from "./logging/level.js";
+import { Logger } from "./logging/logger.js";
+import { RequestLogger } from "./logging/request-logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 
@@ -36,6 +39,9 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
   version: string;
   host: string | undefined;
   docs: DocsConfig & { path: string; title: string; version: string };
+  /** Lower-cased. */
+  requestIdHeader: string;
+  trustRequestId: boolean;
 }
 
 const ENVS: readonly Env[] = ["development", "staging", "production"];
@@ -59,7 +65,25 @@ function resolveConfig(config: KConfig): ResolvedConfig {
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
     shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
     shutdownDelay: config.shutdownDelay ?? 0,
+    requestIdHeader: resolveRequestIdHeader(config.requestIdHeader),
+    trustRequestId: resolveBoolean(config.trustRequestId, "trustRequestId", true),
   };
+}
+
+function resolveBoolean(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new TypeError(`invalid ${name}: ${JSON.stringify(value) ?? String(value)} (expected true or false)`);
+  return value;
+}
+
+/** The App's logger: the one given, else one at `logLevel` (else LOG_LEVEL, else the spec's rule). */
+function resolveLogger(config: KConfig, isProduction: boolean): Logger {
+  if (config.logLevel === undefined) return config.logger ?? new Logger({ isProduction });
+  const level = parseLogLevel(config.logLevel, "logLevel");
+  if (config.logger !== undefined) {
+    throw new TypeError(`invalid logLevel: "${level}" cannot be combined with logger (give that Logger its own level: new Logger({ isProduction, level }))`);
+  }
+  return new Logger({ isProduction, level });
 }
 
 /**
@@ -68,7 +92,10 @@ function resolveConfig(config: KConfig): ResolvedConfig {
  */
 export class App implements Router {
   readonly config: ResolvedConfig;
-  /** The logger the App uses for its own lines and request logs. */
+  /**
+   * The logger the App uses for its own lines and request logs. **Its `error()` exits the process**
+   * (fatal startup errors); inside a handler log through `ctx.logger`, whose `error()` returns.
+   */
   readonly logger: Logger;
   /** The underlying h3 instance; routes added on it directly are logged and measured too. */
   readonly httpEngine: H3;
@@ -91,7 +118,7 @@ export class App implements Router {
 
   constructor(config: KConfig = {}) {
     this.config = resolveConfig(config);
-    this.logger = config.logger ?? newLogger(this.config.env === "production");
+    this.logger = resolveLogger(config, this.config.env === "production");
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined };
     this.#lifecycle = new Lifecycle({
       logger: this.logger,
@@ -155,7 +182,10 @@ export class App implements Router {
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
     const handler = compileRoute(route, this.#services, this.config.bodyLimit);
     const all = [...middleware, ...(route.options.middleware ?? [])];
-    this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
+    const logLevel = route.options.logLevel;
+    // The request line is written after h3 is done with the route: its threshold travels on the match.
+    const meta = logLevel === undefined ? undefined : { keelsonLogRank: levelRank(logLevel) };
+    this.httpEngine.on(route.method, path, handler, all.length > 0 || meta ? { middleware: all.length > 0 ? all : undefined, meta } : undefined);
     this.#routes.push({ method: route.method, path, route });
     this.#allow = undefined;
     return this;
@@ -355,8 +385,16 @@ export class App implements Router {
   }
 
   #onRequest(event: H3Event): void {
+    const start = performance.now();
     const tracer = this.#services.tracer;
-    event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
+    const span = tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event);
+    const { requestIdHeader, trustRequestId } = this.config;
+    const incoming = trustRequestId ? readRequestHeader(event, requestIdHeader) : null;
+    // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
+    const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
+    event.context.keelson = new RequestState(event, start, span, requestId);
+    setResponseHeader(event, requestIdHeader, requestId);
+    if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);
     this.#inflight++;
     this.#requests++;
     this.#cors?.apply(event);
@@ -379,10 +417,13 @@ export class App implements Router {
       const status = response.status;
       const traceId = state?.span.traceId ?? "";
       const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
-      this.logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      const requestId = state?.requestId ?? generateRequestId();
+      this.logger.request({ method, path, status, durationMs, requestId, traceId: traceId === "" ? undefined : traceId }, context?.matchedRoute?.meta?.keelsonLogRank);
       this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.
       if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
+      // Answered before onRequest: the id of its log line goes out with it too.
+      if (state === undefined && !response.headers.has(this.config.requestIdHeader)) response.headers.set(this.config.requestIdHeader, requestId);
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);
@@ -399,8 +440,12 @@ export class App implements Router {
     }
     const { kerror, original } = toKError(error);
     const state = event.context.keelson;
-    if (state && kerror.statusCode >= 500) state.error = original;
-    logServerError(this.logger, event, kerror, original);
+    if (kerror.statusCode >= 500) {
+      if (state) state.error = original;
+      const requestId = state?.requestId ?? generateRequestId();
+      logServerError(state ? state.logger(this.logger) : RequestLogger.forRequest(this.logger, logThreshold(event, this.logger), requestId, ""), event, original);
+      return errorResponse(kerror, undefined, requestId);
+    }
     // An oversized body is left unread: close the connection rather than read it to the end.
     return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
   }

@@ -1,6 +1,6 @@
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
-import type { Logger } from "./logging/logger.js";
+import type { Logger, LogLevel } from "./logging/logger.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
@@ -74,8 +74,28 @@ export interface KConfig {
   env?: Env;
   disableHealth?: boolean;
   docs?: DocsConfig;
-  /** Default: `newLogger(env === "production")`. */
+  /**
+   * The App's logger (`app.logger`, whose `error()` exits the process; handlers get `ctx.logger`).
+   * Default: `new Logger({ isProduction: env === "production", level: logLevel })`.
+   */
   logger?: Logger;
+  /**
+   * Threshold of the App's logger and of every request logger: `debug`, `info`, `warn` or `error`.
+   * Default: the `LOG_LEVEL` environment variable when set, else `info` in production and `debug`
+   * otherwise. Not with `logger` (give that logger its own `level`). Routes can override it (`logLevel`).
+   */
+  logLevel?: LogLevel;
+  /**
+   * The request header that carries the request id, read on the request and set on the response.
+   * Default `x-request-id`.
+   */
+  requestIdHeader?: string;
+  /**
+   * Whether an incoming request id (well formed: 1–128 of `A-Z a-z 0-9 . _ : -`) is kept. `false`
+   * when clients reach the service directly and must not choose ids: every request gets a new one.
+   * Default true.
+   */
+  trustRequestId?: boolean;
   /** Default: allow any origin. */
   cors?: CorsConfig | false;
   /** Largest accepted request body in bytes. Default 1 MiB. */
