@@ -114,6 +114,7 @@ describe("log levels", () => {
     expect(() => new App({ logLevel: "verbose" as never })).toThrow('invalid logLevel: "verbose" (expected one of debug, info, warn, error)');
     expect(() => new App({ logLevel: "silent" as never })).toThrow('invalid logLevel: "silent"');
     expect(() => new Logger({ isProduction: false, level: "INFO" as never })).toThrow('invalid level: "INFO"');
+    expect(() => new Logger({ isProduction: false, format: "xml" as never })).toThrow('invalid format: "xml" (expected "json" or "text")');
     vi.stubEnv("LOG_LEVEL", "trace");
     expect(() => new App()).toThrow('invalid LOG_LEVEL: "trace" (expected one of debug, info, warn, error)');
     expect(() => get("/x", { logLevel: "loud" as never }, () => ({}))).toThrow('invalid logLevel of GET /x: "loud" (expected one of debug, info, warn, error, silent)');
