@@ -16,7 +16,7 @@ else
 PINNED_NODE :=
 endif
 
-.PHONY: install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios docker docker-engine clean
+.PHONY: token install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios docker docker-engine clean
 
 $(STAMP): package.json package-lock.json | $(PINNED_NODE)
 	npm ci --no-audit --no-fund
@@ -60,6 +60,11 @@ check-h3-latest: $(STAMP)
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
 	PORT=$(PORT) node dist/cli/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+
+# A bearer token for the example's write routes (POST/PUT/DELETE under /api/books): scope books:write,
+# 12 hours, signed with BOOKSTORE_JWT_SECRET or the example's development key. TOKEN=$$(make -s token).
+token: $(STAMP)
+	@node --import tsx examples/bookstore/token.ts
 
 # keelson dev on the example's TypeScript sources: a rolling reload on every save.
 dev: $(STAMP)

@@ -3,9 +3,12 @@ import { defineConfig } from "vitest/config";
 // Projects so the inner loop is fast: `npx vitest --project unit` runs in seconds, while
 // `make test` runs unit, socket, process and browser. A file belongs to `unit` unless it is listed under
 // the project of what it starts: real sockets in this process, real child processes, a browser.
-const socket = ["app", "cookies", "integrations", "jobs", "metrics", "request-id", "request-logger", "security-headers", "status-line", "tracing", "validation"];
+const socket = [
+  "app", "auth", "cookies", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "request-id", "request-logger", "security-headers", "status-line",
+  "tracing", "validation",
+];
 const process = [
-  "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
+  "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "jobs-*", "lifecycle-*", "load-shed-process", "logger",
   "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-sql", "repository-contract", "request-id-cluster", "sql-*", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];

@@ -3,7 +3,8 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
 import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
-import { parseSize } from "../supervisor/memory-limit.js";
+import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, parseNumber, type NumberRule } from "../src/checks.js";
+import { parseSize } from "../supervisor/size.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
 
 /** What the command line asks for. */
@@ -61,12 +62,17 @@ const NUMBER_FLAGS = {
 
 type NumberFlag = keyof typeof NUMBER_FLAGS;
 
+const COUNT: NumberRule = { integer: true, min: 1 };
+/** Each flag's own rule (the option's in resolveOptions), so a bad value is named by the flag the user typed. */
+const FLAG_RULES: Record<NumberFlag, NumberRule> = {
+  workers: COUNT, port: PORT_RULE, "ready-timeout": MS_ABOVE_0, "shutdown-timeout": MS_FROM_0, "kill-margin": MS_FROM_0,
+  "heartbeat-interval": { ...COUNT, max: MAX_TIMER_MS }, "watchdog-timeout": MS_FROM_0, "backoff-initial": MS_FROM_0, "backoff-max": MS_FROM_0,
+  "backoff-reset": MS_FROM_0, "max-crashes": COUNT, "crash-window": MS_ABOVE_0, "max-memory-window": MS_FROM_0,
+};
+
 function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFlag): number | undefined {
   const raw = values[flag];
-  if (raw === undefined) return undefined;
-  const value = Number(raw);
-  if (raw.trim() === "" || !Number.isFinite(value) || value < 0) throw new Error(`--${flag} expects a number >= 0, got "${raw}"`);
-  return value;
+  return raw === undefined ? undefined : parseNumber(raw, `--${flag}`, FLAG_RULES[flag]);
 }
 
 function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | undefined {

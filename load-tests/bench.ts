@@ -44,6 +44,16 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
     module: "./modes/shutdown.js",
     options: ["--runs N           runs per case (default 5)", "--connections N    autocannon connections (default 50)"],
   },
+  "sqlite-lock": {
+    what: "waiting for another process's SQLite lock: node:sqlite's busy timeout vs retries on timers vs a worker thread",
+    module: "./modes/sqlite-lock.js",
+    options: ["--queries N        queries per measurement (default 5000)", "--rounds N         interleaved rounds (default 5)", "--hold MS          how long the second process holds the lock (default 1000)"],
+  },
+  uploads: {
+    what: "peak RSS with N concurrent multipart uploads: keelson's form routes (busboy, spooled to disk) vs Request.formData()",
+    module: "./modes/uploads.js",
+    options: ["--uploads N        concurrent uploads (default 20)", "--size-mb N        size of each (default 50)", "--rounds N         interleaved rounds (default 3)"],
+  },
   tracing: {
     what: "the tracer's and the collector's cost per request, in-process (run node with --expose-gc)",
     module: "./modes/tracing.js",

@@ -2,8 +2,9 @@ import { H3, toRequest, type H3Event, type H3EventContext, type HTTPError, type 
 import { FastResponse, type ServerRequest } from "srvx";
 import {
   DEFAULT_BODY_LIMIT, DEFAULT_DOCS_PATH, DEFAULT_DOCS_VERSION, DEFAULT_HEALTH_TIMEOUT, DEFAULT_PORT,
-  DEFAULT_SHUTDOWN_TIMEOUT, type DocsConfig, type Env, type KConfig,
+  DEFAULT_SHUTDOWN_TIMEOUT, ENVS, checkConfig, type DocsConfig, type Env, type KConfig,
 } from "./config.js";
+import { PORT_RULE, envNumber } from "./checks.js";
 import { defineDocsRoutes } from "./docs/index.js";
 import { documentAsHealth } from "./docs/builtins.js";
 import { createError } from "./errors.js";
@@ -30,6 +31,7 @@ import { RequestState, logThreshold } from "./http/request-state.js";
 import { parseLogLevel, levelRank } from "./logging/level.js";
 import { Logger } from "./logging/logger.js";
 import { RequestLogger } from "./logging/request-logger.js";
+import { show } from "./checks.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 
@@ -44,14 +46,12 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | 
   trustRequestId: boolean;
 }
 
-const ENVS: readonly Env[] = ["development", "staging", "production"];
-
 function resolveConfig(config: KConfig): ResolvedConfig {
-  const envPort = process.env.PORT === undefined || process.env.PORT === "" ? undefined : Number(process.env.PORT);
+  const envPort = config.port === undefined ? envNumber("PORT", PORT_RULE) : undefined;
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
-  return {
+  const resolved: ResolvedConfig = {
     serviceName,
     version: config.version ?? docsVersion,
     port: config.port ?? envPort ?? DEFAULT_PORT,
@@ -68,11 +68,13 @@ function resolveConfig(config: KConfig): ResolvedConfig {
     requestIdHeader: resolveRequestIdHeader(config.requestIdHeader),
     trustRequestId: resolveBoolean(config.trustRequestId, "trustRequestId", true),
   };
+  checkConfig({ ...resolved, cors: config.cors });
+  return resolved;
 }
 
 function resolveBoolean(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
-  if (typeof value !== "boolean") throw new TypeError(`invalid ${name}: ${JSON.stringify(value) ?? String(value)} (expected true or false)`);
+  if (typeof value !== "boolean") throw new Error(`${name} must be true or false, got ${show(value)}`);
   return value;
 }
 
@@ -81,7 +83,7 @@ function resolveLogger(config: KConfig, isProduction: boolean): Logger {
   if (config.logLevel === undefined) return config.logger ?? new Logger({ isProduction });
   const level = parseLogLevel(config.logLevel, "logLevel");
   if (config.logger !== undefined) {
-    throw new TypeError(`invalid logLevel: "${level}" cannot be combined with logger (give that Logger its own level: new Logger({ isProduction, level }))`);
+    throw new Error(`logLevel ("${level}") cannot be combined with logger: give that Logger its own level (new Logger({ isProduction, level }))`);
   }
   return new Logger({ isProduction, level });
 }
@@ -186,7 +188,7 @@ export class App implements Router {
     // The request line is written after h3 is done with the route: its threshold travels on the match.
     const meta = logLevel === undefined ? undefined : { keelsonLogRank: levelRank(logLevel) };
     this.httpEngine.on(route.method, path, handler, all.length > 0 || meta ? { middleware: all.length > 0 ? all : undefined, meta } : undefined);
-    this.#routes.push({ method: route.method, path, route });
+    this.#routes.push({ method: route.method, path, route, middleware: all });
     this.#allow = undefined;
     return this;
   }
@@ -333,8 +335,6 @@ export class App implements Router {
     try {
       await Promise.all(this.#startup);
       this.#allow ??= buildAllowRouter(this.#routes);
-      // NaN can only come from a PORT variable that is not a number: name it, "invalid port null" would not.
-      if (Number.isNaN(this.config.port)) throw new Error("invalid port: the PORT environment variable is not a number");
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
@@ -444,10 +444,11 @@ export class App implements Router {
       if (state) state.error = original;
       const requestId = state?.requestId ?? generateRequestId();
       logServerError(state ? state.logger(this.logger) : RequestLogger.forRequest(this.logger, logThreshold(event, this.logger), requestId, ""), event, original);
-      return errorResponse(kerror, undefined, requestId);
+      return errorResponse(kerror, kerror.headers, requestId);
     }
     // An oversized body is left unread: close the connection rather than read it to the end.
-    return errorResponse(kerror, kerror.statusCode === 413 ? { connection: "close" } : undefined);
+    const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
+    return errorResponse(kerror, extra);
   }
 }
 

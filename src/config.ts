@@ -1,3 +1,4 @@
+import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber } from "./checks.js";
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
 import type { Logger, LogLevel } from "./logging/logger.js";
@@ -98,7 +99,7 @@ export interface KConfig {
   trustRequestId?: boolean;
   /** Default: allow any origin. */
   cors?: CorsConfig | false;
-  /** Largest accepted request body in bytes. Default 1 MiB. */
+  /** Largest accepted request body in bytes, an integer >= 0. Default 1 MiB. */
   bodyLimit?: number;
   /** Per-checker timeout of GET /health in ms. Default 500 (well under Kubernetes' 1 s probe timeout). */
   healthTimeout?: number;
@@ -110,8 +111,8 @@ export interface KConfig {
    */
   shutdownTimeout?: number;
   /**
-   * Time in ms between the signal and closing the listener (part of the budget): requests are still
-   * served, with `Connection: close`, while /health answers 503. Default 0.
+   * Time in ms between the signal and closing the listener (part of the budget, so less than
+   * `shutdownTimeout`): requests are still served, with `Connection: close`, while /health answers 503. Default 0.
    */
   shutdownDelay?: number;
   /**
@@ -128,3 +129,23 @@ export const DEFAULT_DOCS_VERSION = "1.0.0";
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 export const DEFAULT_HEALTH_TIMEOUT = 500;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
+export const ENVS: readonly Env[] = ["development", "staging", "production"];
+
+/**
+ * Refuses, with the option's name and value, every numeric or enumerated setting of a KConfig
+ * (defaults applied) that has no meaning: NaN from `Number(undefined)`, Infinity, negatives,
+ * fractions of bytes, an unknown `env`, a `shutdownDelay` that leaves no budget.
+ */
+export function checkConfig(config: Pick<Required<KConfig>, "port" | "env" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay"> & Pick<KConfig, "cors">): void {
+  checkNumber(config.port, "port", PORT_RULE);
+  checkOneOf(config.env, "env", ENVS);
+  checkNumber(config.bodyLimit, "bodyLimit", { integer: true, min: 0 });
+  checkNumber(config.healthTimeout, "healthTimeout", MS_ABOVE_0);
+  checkNumber(config.shutdownTimeout, "shutdownTimeout", MS_ABOVE_0);
+  checkNumber(config.shutdownDelay, "shutdownDelay", MS_FROM_0);
+  // The delay is spent from the budget: a delay as long as the budget skips every hook.
+  if (config.shutdownDelay >= config.shutdownTimeout) {
+    throw new Error(`shutdownDelay (${config.shutdownDelay}ms) must be less than shutdownTimeout (${config.shutdownTimeout}ms): the delay is part of the shutdown budget`);
+  }
+  if (config.cors) checkOptionalNumber(config.cors.maxAge, "cors.maxAge", { integer: true, min: 0 });
+}

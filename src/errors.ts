@@ -42,18 +42,21 @@ export class KError extends Error {
   readonly code: string;
   readonly statusCode: number;
   readonly errors: readonly FieldError[] | undefined;
+  /** Headers the error response carries besides the JSON ones (e.g. `retry-after` on a 503). */
+  readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(
     code: string,
     statusCode: number,
     message: string,
-    options?: { cause?: unknown; errors?: readonly FieldError[] },
+    options?: { cause?: unknown; errors?: readonly FieldError[]; headers?: Record<string, string> },
   ) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "KError";
     this.code = code;
     this.statusCode = statusCode;
     this.errors = options?.errors;
+    this.headers = options?.headers;
   }
 
   /** The JSON body the error handler sends. The cause is never part of it. */

@@ -1,5 +1,6 @@
 export { App, type ResolvedConfig } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
+export { envNumber, type NumberRule } from "./checks.js";
 export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
 export { HandlerContext, type ContextServices } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
@@ -29,8 +30,15 @@ export {
   MemoryRateLimitStore, rateLimit,
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
 } from "./rate-limit/rate-limit.js";
+export { addressKey } from "./rate-limit/address.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
+export type { FormLimits } from "./http/form.js";
+export {
+  describeMiddleware, getMiddlewareContract,
+  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,
+} from "./http/middleware-contract.js";
+export type { AuthInfo } from "./auth/principal.js";
 export {
   Route, del, get, patch, post, put,
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,

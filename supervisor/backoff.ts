@@ -1,4 +1,20 @@
-import type { BackoffOptions, CrashLoopOptions } from "./options.js";
+/** Restart delays of one worker slot: `initial` ms, doubling up to `max`, back to `initial` after `resetAfter` ms of uptime. */
+export interface BackoffOptions {
+  /** First restart delay in ms. Default 100. */
+  initial?: number;
+  /** Largest delay in ms. Default 10000. */
+  max?: number;
+  /** A worker that stayed up this long (ms since ready) resets its slot's delay. Default 30000. */
+  resetAfter?: number;
+}
+
+/** The crash-loop breaker: `maxCrashes` crashes (all slots together) within `window` ms stop the supervisor with exit 1. */
+export interface CrashLoopOptions {
+  /** Default 10. */
+  maxCrashes?: number;
+  /** Default 60000. */
+  window?: number;
+}
 
 /**
  * Restart delay of one worker slot: `initial`, doubling on each crash up to `max`. A worker that

@@ -1,21 +1,20 @@
 import { workerStatsMessage } from "../src/cluster/worker-stats.js";
 import type { Logger } from "../src/logging/logger.js";
+import type { Clock } from "./clock.js";
+import { formatMegabytes } from "./size.js";
 import type { WorkerHandle } from "./worker-handle.js";
-import type { WorkerPool } from "./worker-pool.js";
 
-/** `512M`, `1.5G`, `800000000`: bytes. Throws a one-line reason, naming `what`, on anything else. */
-export function parseSize(text: string, what = "maxMemory"): number {
-  const match = /^\s*(\d+(?:\.\d+)?)\s*([kmg]?)i?b?\s*$/i.exec(text);
-  if (match === null) throw new Error(`${what} expects a size such as 512M, 2G or a number of bytes, got "${text}"`);
-  const unit = { "": 1, k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[(match[2] ?? "").toLowerCase() as "" | "k" | "m" | "g"];
-  const bytes = Math.round(Number(match[1]) * unit);
-  if (bytes <= 0) throw new Error(`${what} must be above 0, got "${text}"`);
-  return bytes;
-}
-
-/** `512 MB`. */
-export function formatMegabytes(bytes: number): string {
-  return `${Math.round(bytes / 1024 ** 2)} MB`;
+/** What the memory limit needs from the primary. */
+export interface MemoryLimitOptions {
+  /** Bytes. */
+  limit: number;
+  windowMs: number;
+  logger: Logger;
+  clock: Clock;
+  /** Every worker, present and future (the pool's `onWorker`). */
+  onWorker(listener: (handle: WorkerHandle) => void): unknown;
+  /** Replaces the worker (like a reload does); `why` is the one-line reason. */
+  replace(handle: WorkerHandle, why: string): void;
 }
 
 /**
@@ -28,16 +27,18 @@ export class MemoryLimit {
   readonly #limit: number;
   readonly #windowMs: number;
   readonly #logger: Logger;
+  readonly #clock: Clock;
   readonly #replace: (handle: WorkerHandle, why: string) => void;
   readonly #overSince = new WeakMap<WorkerHandle, number>();
   readonly #asked = new WeakSet<WorkerHandle>();
 
-  constructor(options: { limit: number; windowMs: number; logger: Logger; pool: WorkerPool; replace: (handle: WorkerHandle, why: string) => void }) {
+  constructor(options: MemoryLimitOptions) {
     this.#limit = options.limit;
     this.#windowMs = options.windowMs;
     this.#logger = options.logger;
+    this.#clock = options.clock;
     this.#replace = options.replace;
-    options.pool.onWorker((handle) => handle.channel.on(workerStatsMessage, ({ rss }) => this.#check(handle, rss)));
+    options.onWorker((handle) => handle.channel.on(workerStatsMessage, ({ rss }) => this.#check(handle, rss)));
   }
 
   #check(handle: WorkerHandle, rss: number): void {
@@ -46,7 +47,7 @@ export class MemoryLimit {
       return;
     }
     if (handle.state !== "ready" || this.#asked.has(handle)) return;
-    const now = performance.now();
+    const now = this.#clock.now();
     const since = this.#overSince.get(handle);
     if (since === undefined) {
       this.#overSince.set(handle, now);

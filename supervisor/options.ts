@@ -1,25 +1,11 @@
 import { availableParallelism } from "node:os";
+import { MAX_TIMER_MS, PORT_RULE, checkNumber } from "../src/checks.js";
 import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
-import { parseSize } from "./memory-limit.js";
+import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
+import { parseSize } from "./size.js";
 
-/** Restart delays of one worker slot: `initial` ms, doubling up to `max`, back to `initial` after `resetAfter` ms of uptime. */
-export interface BackoffOptions {
-  /** First restart delay in ms. Default 100. */
-  initial?: number;
-  /** Largest delay in ms. Default 10000. */
-  max?: number;
-  /** A worker that stayed up this long (ms since ready) resets its slot's delay. Default 30000. */
-  resetAfter?: number;
-}
-
-/** The crash-loop breaker: `maxCrashes` crashes (all slots together) within `window` ms stop the supervisor with exit 1. */
-export interface CrashLoopOptions {
-  /** Default 10. */
-  maxCrashes?: number;
-  /** Default 60000. */
-  window?: number;
-}
+export type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 
 /** Settings of a Supervisor. Times are in milliseconds. */
 export interface SupervisorOptions {
@@ -86,21 +72,28 @@ export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptio
   crashLoop: Required<CrashLoopOptions>;
 }
 
-function positiveInteger(value: number, what: string): number {
-  if (!Number.isInteger(value) || value < 1) throw new Error(`${what} must be a positive integer, got ${String(value)}`);
+function positiveInteger(value: number, what: string, max = Number.MAX_SAFE_INTEGER, shown = String(value)): number {
+  if (!Number.isInteger(value) || value < 1 || value > max) {
+    throw new Error(`${what} must be a positive integer${max === Number.MAX_SAFE_INTEGER ? "" : ` (at most ${max})`}, got ${shown}`);
+  }
   return value;
 }
 
+/** A time in ms for a timer: a longer one than MAX_TIMER_MS would overflow and fire at once. */
 function nonNegative(value: number, what: string): number {
-  if (!Number.isFinite(value) || value < 0) throw new Error(`${what} must be a number of milliseconds >= 0, got ${String(value)}`);
-  return value;
+  return checkNumber(value, what, { min: 0, max: MAX_TIMER_MS });
+}
+
+/** A time in ms that must not be 0 (a 0 ready timeout or crash window would mean "never"). */
+function positiveMs(value: number, what: string): number {
+  return checkNumber(value, what, { above: 0, max: MAX_TIMER_MS });
 }
 
 /** Reads a worker count from the environment (`WORKERS`, then `WEB_CONCURRENCY`); undefined when neither is set. */
 export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
   for (const name of ["WORKERS", "WEB_CONCURRENCY"] as const) {
     const raw = env[name];
-    if (raw !== undefined && raw.trim() !== "") return positiveInteger(Number(raw), name);
+    if (raw !== undefined && raw.trim() !== "") return positiveInteger(/^\s*\d+\s*$/.test(raw) ? Number(raw) : Number.NaN, name, undefined, JSON.stringify(raw));
   }
   return undefined;
 }
@@ -121,7 +114,7 @@ export function parseMetricsPort(raw: string, what: string): number | false {
 
 function resolveMetricsPort(option: number | false | undefined, env: NodeJS.ProcessEnv): number | false {
   if (option === false) return false;
-  if (option !== undefined) return parseMetricsPort(String(option), "metricsPort");
+  if (option !== undefined) return checkNumber(option, "metricsPort", PORT_RULE);
   const raw = env.KEELSON_METRICS_PORT;
   return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
@@ -129,14 +122,15 @@ function resolveMetricsPort(option: number | false | undefined, env: NodeJS.Proc
 /** Applies the defaults and validates; throws a one-line reason on a bad value. */
 export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOptions {
   const { backoff = {}, crashLoop = {} } = options;
-  if (options.port !== undefined && (!Number.isInteger(options.port) || options.port < 0 || options.port > 65535)) {
-    throw new Error(`port must be an integer from 0 to 65535, got ${String(options.port)}`);
-  }
-  const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval");
+  if (options.port !== undefined) checkNumber(options.port, "port", PORT_RULE);
+  const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval", MAX_TIMER_MS);
   const watchdogTimeout = nonNegative(options.watchdogTimeout ?? 10_000, "watchdogTimeout");
   if (watchdogTimeout !== 0 && watchdogTimeout <= heartbeatInterval) {
     throw new Error(`watchdogTimeout (${watchdogTimeout}ms) must exceed heartbeatInterval (${heartbeatInterval}ms), or be 0 (off)`);
   }
+  const initialBackoff = nonNegative(backoff.initial ?? 100, "backoff.initial");
+  const maxBackoff = nonNegative(backoff.max ?? 10_000, "backoff.max");
+  if (initialBackoff > maxBackoff) throw new Error(`backoff.initial (${initialBackoff}ms) must not exceed backoff.max (${maxBackoff}ms)`);
   return {
     entry: options.entry,
     workers: positiveInteger(options.workers ?? readWorkersEnv() ?? availableParallelism(), "workers"),
@@ -145,19 +139,19 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     execArgv: options.execArgv ?? process.execArgv,
     env: options.env ?? {},
     logger: options.logger ?? newLogger(process.env.NODE_ENV === "production"),
-    readyTimeout: nonNegative(options.readyTimeout ?? 30_000, "readyTimeout"),
+    readyTimeout: positiveMs(options.readyTimeout ?? 30_000, "readyTimeout"),
     shutdownTimeout: nonNegative(options.shutdownTimeout ?? 10_000, "shutdownTimeout"),
     killMargin: nonNegative(options.killMargin ?? 1000, "killMargin"),
     heartbeatInterval,
     watchdogTimeout,
     backoff: {
-      initial: nonNegative(backoff.initial ?? 100, "backoff.initial"),
-      max: nonNegative(backoff.max ?? 10_000, "backoff.max"),
+      initial: initialBackoff,
+      max: maxBackoff,
       resetAfter: nonNegative(backoff.resetAfter ?? 30_000, "backoff.resetAfter"),
     },
     crashLoop: {
       maxCrashes: positiveInteger(crashLoop.maxCrashes ?? 10, "crashLoop.maxCrashes"),
-      window: nonNegative(crashLoop.window ?? 60_000, "crashLoop.window"),
+      window: positiveMs(crashLoop.window ?? 60_000, "crashLoop.window"),
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,

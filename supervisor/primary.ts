@@ -1,21 +1,21 @@
 import cluster from "node:cluster";
 import { extname, resolve as resolvePath } from "node:path";
 import { fileURLToPath } from "node:url";
+import type { FeatureHost } from "../src/cluster/feature-host.js";
 import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { setLogOrigin } from "../src/logging/origin.js";
 import { flushAllLoggers, type Logger } from "../src/logging/logger.js";
+import { systemClock, type Clock } from "./clock.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
+import { FEATURES, type FeatureInstaller } from "./features.js";
 import { MemoryLimit } from "./memory-limit.js";
-import { JobDispatcher } from "../src/jobs/primary.js";
-import { installClusterMetrics } from "../src/metrics/primary.js";
-import { installRateLimits } from "../src/rate-limit/primary.js";
-import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
 import { WorkerPool, type Slot } from "./worker-pool.js";
+import { clusterFork, type ForkSetup, type ForkWorker } from "./worker-process.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -25,6 +25,19 @@ export interface StopReport {
   exitCode: 0 | 1;
   durationMs: number;
   workers: Array<{ id: number; pid: number; exit: WorkerExit; clean: boolean }>;
+}
+
+/**
+ * @internal What a unit test replaces to run the primary's decisions in-process (see
+ * docs/contributing.md): the fork, the clock, the list of cluster features.
+ */
+export interface SupervisorSeams {
+  /** Default: node:cluster (`cluster.setupPrimary`, then `cluster.fork` per worker). */
+  fork?: ForkSetup;
+  /** Default: the process's clock (`performance.now()`, timers). */
+  clock?: Clock;
+  /** Default: FEATURES (jobs, cluster metrics and the metrics port, rate limits). */
+  features?: readonly FeatureInstaller[];
 }
 
 // node:cluster has one primary per process, so one running supervisor.
@@ -40,6 +53,8 @@ let running = false;
  * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
  * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
  * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
+ * keelson's own cluster features (jobs, metrics, rate limits) are installed from one list,
+ * `FEATURES` in features.ts, through the same calls.
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -49,7 +64,11 @@ export class Supervisor {
   readonly #pool: WorkerPool;
   readonly #watchdog: Watchdog;
   readonly #board: StatusBoard;
-  readonly #jobs: JobDispatcher;
+  readonly #clock: Clock;
+  readonly #forkSetup: ForkSetup;
+  #fork: ForkWorker | undefined;
+  /** Features' stop listeners: called when stopping begins, before the workers drain. */
+  readonly #onStop: Array<() => void> = [];
   #control: Promise<ControlServer | undefined> | undefined;
   readonly #memory: MemoryLimit | undefined;
   #finish!: (report: StopReport) => void;
@@ -66,10 +85,17 @@ export class Supervisor {
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
   readonly #onReloadSignal = () => void this.reload();
 
-  constructor(options: SupervisorOptions) {
+  /** `seams` is for unit tests only (@internal): applications pass options alone. */
+  constructor(options: SupervisorOptions, seams: SupervisorSeams = {}) {
     this.options = resolveOptions(options);
     this.logger = this.options.logger;
     this.finished = new Promise((resolve) => (this.#finish = resolve));
+    this.#clock = seams.clock ?? systemClock;
+    this.#forkSetup = seams.fork ?? clusterFork;
+    const fork: ForkWorker = (env) => {
+      if (this.#fork === undefined) throw new Error("the supervisor forks workers only once started");
+      return this.#fork(env);
+    };
     this.#pool = new WorkerPool(this.options, {
       ready: () => this.#checkAllReady(),
       crashLoop: (why) => {
@@ -77,8 +103,8 @@ export class Supervisor {
         void this.stop("crash loop");
       },
       failedToStart: (handle) => this.#failedToStart(handle),
-    });
-    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live);
+    }, fork, this.#clock);
+    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live, this.#clock);
     this.#board = new StatusBoard(this.#pool, this.options, {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
@@ -86,12 +112,29 @@ export class Supervisor {
     });
     const { maxMemory, maxMemoryWindow } = this.options;
     this.#memory = maxMemory === undefined ? undefined : new MemoryLimit({
-      limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, pool: this.#pool,
+      limit: maxMemory, windowMs: maxMemoryWindow, logger: this.logger, clock: this.#clock,
+      onWorker: (listener) => this.#pool.onWorker(listener),
       replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
-    this.#jobs = new JobDispatcher(this.#pool, this.logger);
-    serveMetricsPort(this, installClusterMetrics(this));
-    installRateLimits(this);
+    const host = this.#featureHost();
+    for (const install of seams.features ?? FEATURES) install(host, this.options);
+  }
+
+  /** What the cluster features (FEATURES) see of this supervisor. */
+  #featureHost(): FeatureHost {
+    const stopping = () => this.stopping;
+    return {
+      logger: this.logger,
+      get stopping() {
+        return stopping();
+      },
+      finished: this.finished,
+      handle: (type, handler) => this.#pool.handle(type, handler),
+      onMessage: (type, listener) => this.#pool.onMessage(type, listener),
+      onWorker: (listener) => this.#pool.onWorker(listener),
+      onStop: (listener) => void this.#onStop.push(listener),
+      fail: (reason) => this.fail(reason),
+    };
   }
 
   /** True from the first stop request (signal, crash loop or `stop()`). */
@@ -140,7 +183,7 @@ export class Supervisor {
     // stdout/stderr are pipes the primary relays line by line (see output-relay.ts); the real ones
     // stay open as fds 4 and 5 for a worker whose primary is gone (KEELSON_LOG_FDS). The preload
     // reports errors that kill a worker before keelson's own code runs.
-    cluster.setupPrimary({
+    this.#fork = this.#forkSetup({
       exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
     });
     if (handleSignals) {
@@ -154,7 +197,7 @@ export class Supervisor {
         process.exit(report.exitCode);
       });
     }
-    this.#startedAt = performance.now();
+    this.#startedAt = this.#clock.now();
     this.logger.info("supervisor (pid %d) starting %d worker(s): %s", process.pid, workers, entry);
     const started = new Promise<void>((resolve, reject) => (this.#onStarted = { resolve, reject }));
     for (const slot of this.#pool.slots) this.#pool.start(slot);
@@ -237,9 +280,9 @@ export class Supervisor {
   }
 
   async #stop(reason: string): Promise<StopReport> {
-    const started = performance.now();
+    const started = this.#clock.now();
     this.#pool.close();
-    this.#jobs.stop();
+    for (const listener of this.#onStop) listener();
     this.#watchdog.stop();
     const handles = Array.from(this.#pool.live);
     this.logger.info("stopping (%s): draining %d worker(s)", reason, handles.length);
@@ -248,7 +291,7 @@ export class Supervisor {
     const dirty = workers.filter((w) => !w.clean);
     const failed = this.#startupFailure ?? this.#failure ?? this.#crashLoop;
     const exitCode = failed === undefined && dirty.length === 0 ? 0 : 1;
-    const durationMs = Math.round(performance.now() - started);
+    const durationMs = Math.round(this.#clock.now() - started);
     if (exitCode === 0) this.logger.info("stopped: %d worker(s) exited cleanly in %dms", workers.length, durationMs);
     else if (this.#startupFailure !== undefined) {
       this.logger.logError("stopped in %dms with exit 1: startup failed: %s", durationMs, this.#startupFailure);
@@ -304,7 +347,7 @@ export class Supervisor {
     const first = this.#pool.slots[0]?.current?.info;
     const docs = first?.docsUrl === undefined ? "" : `, docs ${first.docsUrl}`;
     this.logger.info("%d worker(s) ready in %dms: %s%s", this.#pool.slots.length,
-      Math.round(performance.now() - this.#startedAt), first?.url ?? "", docs);
+      Math.round(this.#clock.now() - this.#startedAt), first?.url ?? "", docs);
     this.#onStarted.resolve();
     this.#onStarted = undefined;
   }

@@ -35,7 +35,7 @@ export interface ReloadHost {
  */
 export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = host.pool.slots, what = "reload"): Promise<ReloadReport> {
   const { logger } = host;
-  const started = performance.now();
+  const started = host.pool.clock.now();
   const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined };
   logger.info("%s: replacing %d worker(s) one at a time", what, slots.length);
   for (const slot of slots) {
@@ -55,7 +55,7 @@ export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = h
       report.workers.push(outcome.replaced);
     }
   }
-  report.durationMs = Math.round(performance.now() - started);
+  report.durationMs = Math.round(host.pool.clock.now() - started);
   if (report.ok) logger.info("%s complete: %d worker(s) replaced in %dms", what, report.replaced, report.durationMs);
   else logger.logError("%s stopped after %d worker(s) replaced in %dms: %s", what, report.replaced, report.durationMs, report.error);
   return report;

@@ -1,3 +1,4 @@
+import type { Clock } from "./clock.js";
 import type { WorkerHandle } from "./worker-handle.js";
 
 /**
@@ -9,28 +10,29 @@ import type { WorkerHandle } from "./worker-handle.js";
 export class Watchdog {
   readonly #timeout: number;
   readonly #workers: () => Iterable<WorkerHandle>;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  #cancel: (() => void) | undefined;
 
-  constructor(timeout: number, workers: () => Iterable<WorkerHandle>) {
+  constructor(timeout: number, workers: () => Iterable<WorkerHandle>, clock: Clock) {
     this.#timeout = timeout;
     this.#workers = workers;
+    this.#clock = clock;
   }
 
   start(): void {
-    if (this.#timeout === 0 || this.#timer !== undefined) return;
+    if (this.#timeout === 0 || this.#cancel !== undefined) return;
     // Check a few times per timeout so a blocked worker dies soon after the threshold.
     const period = Math.max(25, Math.min(1000, Math.round(this.#timeout / 4)));
-    this.#timer = setInterval(() => this.#check(), period);
-    this.#timer.unref();
+    this.#cancel = this.#clock.every(period, () => this.#check());
   }
 
   stop(): void {
-    clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#cancel?.();
+    this.#cancel = undefined;
   }
 
   #check(): void {
-    const now = performance.now();
+    const now = this.#clock.now();
     for (const handle of this.#workers()) {
       const silent = now - handle.lastBeat;
       if (handle.state === "ready" && handle.killedBy === undefined && silent > this.#timeout) {

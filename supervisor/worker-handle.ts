@@ -1,54 +1,23 @@
-import type { Worker } from "node:cluster";
-import { Channel, type Endpoint, type Envelope, type PrimaryMessages, type WorkerMessages } from "../src/cluster/ipc.js";
+import { Channel, type WorkerMessages } from "../src/cluster/ipc.js";
+import type { FeatureWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
 import type { Logger } from "../src/logging/logger.js";
+import type { Clock } from "./clock.js";
 import { relayOutput } from "./output-relay.js";
+import type { WorkerProcess } from "./worker-process.js";
 
-/** starting (forked) → ready (its App listens) → draining (asked to stop, or stopping by itself) → exited. */
-export type WorkerState = "starting" | "ready" | "draining" | "exited";
-
-/** The primary's side of the typed IPC channel to one worker. */
-export type WorkerChannel = Channel<PrimaryMessages, WorkerMessages>;
-
-/** How a worker process ended. */
-export interface WorkerExit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-/** One live worker process as the supervisor exposes it. */
-export interface SupervisedWorker {
-  /** The slot id, 1..N: kept across restarts and reloads, given to the worker as `KEELSON_WORKER_ID`. */
-  readonly id: number;
-  readonly pid: number;
-  readonly state: WorkerState;
-  /** Typed IPC to the worker: `send`, `on`, `request(type, payload, timeoutMs)`. */
-  readonly channel: WorkerChannel;
-}
-
-/** `worker.process` as an Endpoint; a failed send is dropped instead of becoming an 'error' event. */
-function workerEndpoint(worker: Worker): Endpoint {
-  const child = worker.process;
-  return {
-    send: (message: Envelope) => child.send(message, undefined, undefined, () => {}),
-    on: (event, listener) => child.on(event, listener),
-    off: (event, listener) => child.off(event, listener),
-    get connected() {
-      return child.connected;
-    },
-  };
-}
+export type { SupervisedWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
 
 // After its exit, a worker's last output (an uncaught error's stack) is waited for this long at
 // most: a grandchild that inherited the pipe must not hold the exit up.
 const OUTPUT_GRACE_MS = 500;
 
 /** A forked worker: its state, last heartbeat, and the promises of its readiness and its exit. */
-export class WorkerHandle implements SupervisedWorker {
+export class WorkerHandle implements FeatureWorker {
   readonly id: number;
   readonly pid: number;
   readonly channel: WorkerChannel;
   state: WorkerState = "starting";
-  readonly forkedAt = performance.now();
+  readonly forkedAt: number;
   readyAt: number | undefined;
   /** 1 for a slot's first worker, then one more for each restart or reload replacement. */
   generation = 1;
@@ -65,33 +34,36 @@ export class WorkerHandle implements SupervisedWorker {
   readonly ready: Promise<void>;
   /** Resolves once it has exited and its output has been written out (so log lines about its exit come after its own). */
   readonly exited: Promise<WorkerExit>;
-  readonly #worker: Worker;
+  readonly #process: WorkerProcess;
   readonly #logger: Logger;
-  #killTimer: NodeJS.Timeout | undefined;
+  readonly #clock: Clock;
+  /** Set once `terminate()` armed the SIGKILL: its cancel. */
+  #cancelKill: (() => void) | undefined;
 
-  constructor(id: number, worker: Worker, logger: Logger) {
+  constructor(id: number, child: WorkerProcess, logger: Logger, clock: Clock) {
     this.id = id;
-    this.#worker = worker;
+    this.#process = child;
     this.#logger = logger;
-    this.pid = worker.process.pid ?? 0;
-    this.channel = new Channel(workerEndpoint(worker));
-    const child = worker.process;
+    this.#clock = clock;
+    this.forkedAt = clock.now();
+    this.pid = child.pid ?? 0;
+    this.channel = new Channel(child);
     // Its last words: output, and IPC (a `failed` report can be read after the exit event).
     const output = Promise.all([
       child.stdout && relayOutput(child.stdout, 1),
       child.stderr && relayOutput(child.stderr, 2),
-      new Promise((resolve) => (child.connected ? child.once("disconnect", resolve) : resolve(undefined))),
+      new Promise((resolve) => (child.connected ? child.onceDisconnect(() => resolve(undefined)) : resolve(undefined))),
     ]);
     this.exited = new Promise((resolve) => {
-      worker.once("exit", (code: number | null, signal: NodeJS.Signals | null) => {
+      child.onceExit((code, signal) => {
         const exit = (this.exit = { code, signal });
-        this.#exitedAt = performance.now();
+        this.#exitedAt = clock.now();
         this.state = "exited";
-        clearTimeout(this.#killTimer);
+        this.#cancelKill?.();
         this.channel.close();
-        const grace = setTimeout(() => resolve(exit), OUTPUT_GRACE_MS);
+        const cancelGrace = clock.after(OUTPUT_GRACE_MS, () => resolve(exit));
         void output.then(() => {
-          clearTimeout(grace);
+          cancelGrace();
           resolve(exit);
         });
       });
@@ -100,7 +72,7 @@ export class WorkerHandle implements SupervisedWorker {
       this.channel.on("ready", (info) => {
         if (this.state !== "starting") return;
         this.info = info;
-        this.readyAt = this.lastBeat = performance.now();
+        this.readyAt = this.lastBeat = this.#clock.now();
         this.state = "ready";
         this.#logger.info("%s ready on %s in %dms", this.name, info.url, Math.round(this.readyAt - this.forkedAt));
         resolve();
@@ -108,10 +80,10 @@ export class WorkerHandle implements SupervisedWorker {
       void this.exited.then(() => reject(new Error(`exited ${this.describeEnd()}`)));
     });
     this.ready.catch(() => {});
-    this.channel.on("heartbeat", () => (this.lastBeat = performance.now()));
+    this.channel.on("heartbeat", () => (this.lastBeat = this.#clock.now()));
     this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
     this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
-    worker.on("error", (error: Error) => this.#logger.warn("%s: IPC error: %s", this.name, error.message));
+    child.onError((error) => this.#logger.warn("%s: IPC error: %s", this.name, error.message));
     this.#logger.info("%s starting", this.name);
   }
 
@@ -122,7 +94,7 @@ export class WorkerHandle implements SupervisedWorker {
 
   /** Milliseconds from ready to exit (or to now); 0 if it never got ready. */
   get uptime(): number {
-    return this.readyAt === undefined ? 0 : (this.#exitedAt ?? performance.now()) - this.readyAt;
+    return this.readyAt === undefined ? 0 : (this.#exitedAt ?? this.#clock.now()) - this.readyAt;
   }
 
   /**
@@ -139,11 +111,11 @@ export class WorkerHandle implements SupervisedWorker {
 
   /** Waits for readiness at most `timeoutMs`; rejects with the reason it is not ready. */
   waitReady(timeoutMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
+    let cancel: (() => void) | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`not ready after ${timeoutMs}ms`)), timeoutMs);
+      cancel = this.#clock.after(timeoutMs, () => reject(new Error(`not ready after ${timeoutMs}ms`)));
     });
-    return Promise.race([this.ready, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([this.ready, timeout]).finally(() => cancel?.());
   }
 
   /**
@@ -151,13 +123,13 @@ export class WorkerHandle implements SupervisedWorker {
    * it if still alive at that budget plus `margin`. Resolves when it has exited.
    */
   terminate(reason: string, fallbackBudget: number, margin: number): Promise<WorkerExit> {
-    if (this.exit !== undefined || this.#killTimer !== undefined) return this.exited;
+    if (this.exit !== undefined || this.#cancelKill !== undefined) return this.exited;
     const budget = this.info?.shutdownTimeout ?? fallbackBudget;
     this.#draining(reason);
     this.#signal("SIGTERM");
-    this.#killTimer = setTimeout(() => {
+    this.#cancelKill = this.#clock.after(budget + margin, () => {
       this.kill(`still running ${budget + margin}ms after SIGTERM (budget ${budget}ms + margin ${margin}ms)`);
-    }, budget + margin);
+    });
     return this.exited;
   }
 
@@ -183,10 +155,8 @@ export class WorkerHandle implements SupervisedWorker {
   }
 
   #signal(signal: NodeJS.Signals): void {
-    // worker.process.kill, not worker.kill: the latter disconnects IPC first, and a worker whose
-    // channel drops believes its primary is gone.
     try {
-      this.#worker.process.kill(signal);
+      this.#process.kill(signal);
     } catch {
       // Already gone: its exit event follows.
     }

@@ -1,15 +1,17 @@
-import cluster from "node:cluster";
 import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { Backoff, CrashBreaker } from "./backoff.js";
+import type { Clock } from "./clock.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
-import { WorkerHandle, type SupervisedWorker } from "./worker-handle.js";
+import { WorkerHandle } from "./worker-handle.js";
+import type { ForkWorker } from "./worker-process.js";
 
 /** One worker slot: a stable id, the worker serving it now, its restart backoff. */
 export interface Slot {
   readonly id: number;
   current: WorkerHandle | undefined;
   readonly backoff: Backoff;
-  restartTimer: NodeJS.Timeout | undefined;
+  /** The cancel of its pending restart, if one is waiting out the backoff. */
+  restartTimer: (() => void) | undefined;
   /** Workers forked into this slot so far (first start, restarts, reload replacements). */
   generation: number;
   /** Restarts after a crash. */
@@ -38,8 +40,10 @@ export interface PoolEvents {
 export class WorkerPool {
   readonly slots: readonly Slot[];
   readonly live = new Set<WorkerHandle>();
+  readonly clock: Clock;
   readonly #options: ResolvedSupervisorOptions;
   readonly #events: PoolEvents;
+  readonly #fork: ForkWorker;
   readonly #breaker: CrashBreaker;
   /** Integrations' request handlers and message listeners, installed on every worker as it is forked. */
   readonly #handlers = new Map<IpcRequestType<unknown, unknown>, IpcHandler<unknown, unknown>>();
@@ -48,9 +52,12 @@ export class WorkerPool {
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
 
-  constructor(options: ResolvedSupervisorOptions, events: PoolEvents) {
+  /** `fork` starts one worker process (node:cluster in production); `clock` times restarts and the breaker. */
+  constructor(options: ResolvedSupervisorOptions, events: PoolEvents, fork: ForkWorker, clock: Clock) {
     this.#options = options;
     this.#events = events;
+    this.#fork = fork;
+    this.clock = clock;
     this.#breaker = new CrashBreaker(options.crashLoop);
     this.slots = Array.from({ length: options.workers }, (_, index) => ({
       id: index + 1, current: undefined, backoff: new Backoff(options.backoff), restartTimer: undefined,
@@ -65,7 +72,7 @@ export class WorkerPool {
   }
 
   /** Listens to a message type from every worker, present and future. */
-  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): void {
+  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: WorkerHandle) => void): void {
     const install = (handle: WorkerHandle) => handle.channel.on(type, (payload) => listener(payload, handle));
     this.#messageListeners.push(install);
     for (const handle of this.live) install(handle);
@@ -81,13 +88,13 @@ export class WorkerPool {
   /** Forks a worker for slot `id` without making it the slot's worker (reload promotes it once ready). */
   fork(id: number): WorkerHandle {
     const { env, port, heartbeatInterval, logger } = this.#options;
-    const handle = new WorkerHandle(id, cluster.fork({
+    const handle = new WorkerHandle(id, this.#fork({
       ...env,
       ...(port === undefined ? {} : { PORT: String(port) }),
       KEELSON_WORKER_ID: String(id),
       KEELSON_LOG_FDS: "4,5",
       KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
-    }), logger);
+    }), logger, this.clock);
     const slot = this.slots[id - 1];
     if (slot !== undefined) handle.generation = ++slot.generation;
     this.live.add(handle);
@@ -113,20 +120,20 @@ export class WorkerPool {
 
   /** Makes `handle` the slot's worker (a reload's replacement, once ready). */
   promote(slot: Slot, handle: WorkerHandle): void {
-    clearTimeout(slot.restartTimer);
+    slot.restartTimer?.();
     slot.restartTimer = undefined;
     slot.current = handle;
   }
 
   /** The crash-loop breaker: crashes within its window now. */
   crashesNow(): number {
-    return this.#breaker.recent(performance.now());
+    return this.#breaker.recent(this.clock.now());
   }
 
   /** Stops forking and cancels pending restarts. */
   close(): void {
     this.closed = true;
-    for (const slot of this.slots) clearTimeout(slot.restartTimer);
+    for (const slot of this.slots) slot.restartTimer?.();
   }
 
   #onExit(handle: WorkerHandle): void {
@@ -141,7 +148,7 @@ export class WorkerPool {
       return;
     }
     if (handle.readyAt === undefined && this.#events.failedToStart(handle)) return;
-    if (this.#breaker.record(performance.now())) {
+    if (this.#breaker.record(this.clock.now())) {
       const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}), the last: ${handle.name} exited ${handle.describeEnd()}; giving up`;
       logger.logError("%s", why);
       this.#events.crashLoop(why);
@@ -150,11 +157,11 @@ export class WorkerPool {
     const delay = slot.backoff.delay(handle.uptime);
     logger.warn("%s died unexpectedly %s; restarting in %dms (crash %d within %dms; giving up at %d)",
       handle.name, handle.describeEnd(), delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
-    slot.restartTimer = setTimeout(() => {
+    slot.restartTimer = this.clock.after(delay, () => {
       slot.restartTimer = undefined;
       if (slot.current !== undefined) return;
       slot.restarts++;
       this.start(slot);
-    }, delay);
+    });
   }
 }

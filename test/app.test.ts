@@ -44,10 +44,11 @@ describe("new App(config): defaults", () => {
     expect(new App().config.port).toBe(3000);
   });
 
-  it("rejects listen() with a clear message when PORT is not a number", async () => {
+  it("refuses a PORT that is not a port when the App is made, naming the variable", () => {
     vi.stubEnv("PORT", "http");
-    const app = new App({ logger: captureLogs().logger });
-    await expect(app.listen()).rejects.toThrow("invalid port: the PORT environment variable is not a number");
+    expect(() => new App({ logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
+    // An explicit port wins: PORT is not even read.
+    expect(new App({ port: 0, logger: captureLogs().logger }).config.port).toBe(0);
   });
 
   it("takes env from NODE_ENV only when it is one of the three values", () => {

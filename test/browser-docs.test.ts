@@ -4,7 +4,7 @@
  * must render the example's operations from 127.0.0.1 alone: Chromium runs with DNS resolution
  * disabled for every other host, so a call out would also fail to load, not just be counted.
  */
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -129,6 +129,30 @@ describe("the docs page in a real browser", () => {
     await page.getByRole("button", { name: /^send/i }).first().click();
     expect((await answer).status()).toBe(200);
     expect(messages).toEqual([]);
+    await page.close();
+  }, 60_000);
+
+  it("sends an authenticated Test request with the token make token prints: 401 without it, accepted with it", async () => {
+    expect(context, "the first case launches the browser").toBeDefined();
+    const token = execFileSync(process.execPath, ["--import", "tsx", "examples/bookstore/token.ts"], { cwd: ROOT, encoding: "utf8" }).trim();
+    const page = await context!.newPage();
+    const answers: Array<{ status: number; authorization: string | undefined }> = [];
+    page.on("response", (response) => {
+      if (new URL(response.url()).pathname === "/api/books" && response.request().method() === "POST") {
+        answers.push({ status: response.status(), authorization: response.request().headers().authorization });
+      }
+    });
+    await page.goto(`${base}/docs`);
+    await expect.poll(() => page.getByText("Add a book", { exact: true }).first().isVisible(), { timeout: 30_000 }).toBe(true);
+    await page.getByRole("button", { name: /test request\s*\(post \/api\/books\)/i }).click();
+    await page.getByRole("button", { name: /^send/i }).first().click();
+    await expect.poll(() => answers.length, { timeout: 30_000 }).toBe(1);
+    await page.getByRole("button", { name: /^Authentication Required/ }).click();
+    await page.getByPlaceholder("Token").fill(token);
+    await page.getByRole("button", { name: /^send/i }).first().click();
+    await expect.poll(() => answers.length, { timeout: 30_000 }).toBe(2);
+    // Scalar's sample body has an empty title: past authentication, validation answers 422.
+    expect(answers).toEqual([{ status: 401, authorization: expect.not.stringContaining(".") }, { status: 422, authorization: `Bearer ${token}` }]);
     await page.close();
   }, 60_000);
 

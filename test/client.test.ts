@@ -6,6 +6,7 @@ import { join, relative, resolve } from "node:path";
 import ts from "typescript";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../examples/bookstore/app.js";
+import { DEVELOPMENT_SECRET, signBookstoreToken } from "../examples/bookstore/auth.js";
 import { buildOpenAPIDocument, type OpenAPIDocument } from "../src/index.js";
 import { killAllChildren, spawnChild } from "./helpers/child.js";
 import { listenOn } from "./helpers/listen.js";
@@ -52,7 +53,7 @@ afterAll(() => {
 describe("keelson client", () => {
   it("writes the App's OpenAPI document and its types", () => {
     expect(generated.code, generated.output).toBe(0);
-    expect(generated.output).toContain("7 operation(s)");
+    expect(generated.output).toContain("9 operation(s)");
     const written = JSON.parse(readFileSync(join(out, "openapi.json"), "utf8")) as OpenAPIDocument;
     const app = buildApp();
     expect(written).toEqual(JSON.parse(JSON.stringify(buildOpenAPIDocument(app.routes, app.config.docs))));
@@ -88,8 +89,8 @@ describe("keelson client", () => {
   it("calls every example route through openapi-fetch against the running service", async () => {
     const server = await listenOn(buildApp({ port: 0 }));
     try {
-      const { callEveryRoute } = (await import(join(out, "calls.ts"))) as { callEveryRoute(baseUrl: string): Promise<Record<string, unknown[]>> };
-      expect(await callEveryRoute(server.url)).toEqual({
+      const { callEveryRoute } = (await import(join(out, "calls.ts"))) as { callEveryRoute(baseUrl: string, token: string): Promise<Record<string, unknown[]>> };
+      expect(await callEveryRoute(server.url, await signBookstoreToken(DEVELOPMENT_SECRET))).toEqual({
         health: [200, "UP"],
         hello: [200, "Bonjour, Ada !", "fr"],
         list: [200, 2, 2, 3],

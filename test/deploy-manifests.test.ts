@@ -189,7 +189,7 @@ describe("docker/k8s", () => {
     expect(pod.volumes?.find((v) => v.name === mount?.name)?.emptyDir).toBeDefined();
   });
 
-  it("takes DATABASE_URL from the Secret of secret.example.yaml, required, and never applies the example itself", () => {
+  it("takes DATABASE_URL and BOOKSTORE_JWT_SECRET from the Secret of secret.example.yaml, required, and never applies the example itself", () => {
     const ref = env.DATABASE_URL?.valueFrom?.secretKeyRef;
     const [secret, ...more] = loadManifests(true).filter((m) => m.doc.kind === "Secret");
     expect(more).toEqual([]);
@@ -198,6 +198,9 @@ describe("docker/k8s", () => {
     // Not optional: the HPA runs several pods, and without it each would keep its own SQLite catalogue.
     expect(ref?.optional ?? false).toBe(false);
     expect(new URL(secret?.doc.stringData?.DATABASE_URL ?? "").protocol).toBe("postgres:");
+    // The token key too, required: no pod may fall back to the example's public development key.
+    expect(env.BOOKSTORE_JWT_SECRET?.valueFrom?.secretKeyRef).toEqual({ name: secret?.doc.metadata.name, key: "BOOKSTORE_JWT_SECRET" });
+    expect(secret?.doc.stringData?.BOOKSTORE_JWT_SECRET?.length).toBeGreaterThanOrEqual(32);
     const kustomization = parse(readFileSync(join(K8S, "kustomization.yaml"), "utf8")) as { resources: string[] };
     expect(kustomization.resources).not.toContain("secret.example.yaml");
   });

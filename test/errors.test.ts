@@ -72,6 +72,9 @@ function buildFailingApp(base: ConstructorParameters<typeof App>[0]): App {
   app.route(get("/custom", () => {
     throw new KError("PAYMENT_DECLINED", 402, "Card declined");
   }));
+  app.route(get("/busy", () => {
+    throw new KError("BUSY", 503, "Try later", { headers: { "retry-after": "30" } });
+  }));
   app.route(get("/throw-error", () => {
     throw leak;
   }));
@@ -112,6 +115,12 @@ describeBoth("error responses", buildFailingApp, (t) => {
   it("keeps an application's own code and status", async () => {
     const res = await t().fetch("/custom");
     expect([res.status, await res.json()]).toEqual([402, { status_code: 402, code: "PAYMENT_DECLINED", message: "Card declined" }]);
+  });
+
+  it("adds a KError's own headers to its response, never to its body", async () => {
+    const res = await t().fetch("/busy");
+    expect([res.status, res.headers.get("retry-after"), res.headers.get("content-type")]).toEqual([503, "30", JSON_TYPE]);
+    expect(await res.json()).toEqual({ status_code: 503, code: "BUSY", message: "Try later", request_id: res.headers.get("x-request-id") });
   });
 
   it.each(["/throw-error", "/reject", "/reject-string", "/throw-object", "/foreign-status"])(

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
@@ -11,10 +12,14 @@ import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 const ROOT = resolve(import.meta.dirname, "..");
 const WORKERS = 4;
 const BOOKS = 200;
+/** The write routes need a bearer token with books:write: the one `make token` prints (its recipe's command, run here). */
+const TOKEN_COMMAND = /^token:.*\n\t@(node --import tsx examples\/bookstore\/token\.ts)$/m.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[1];
+const token = execFileSync(process.execPath, ["--import", "tsx", "examples/bookstore/token.ts"], { cwd: ROOT, encoding: "utf8" }).trim();
 const dir = mkdtempSync(join(tmpdir(), "keelson-example-"));
 let pg: TestPostgres;
 
 beforeAll(async () => {
+  expect(TOKEN_COMMAND, "make token's recipe").toBe("node --import tsx examples/bookstore/token.ts");
   pg = await startPostgres();
 }, 120_000);
 
@@ -45,7 +50,10 @@ function call(port: number, method: string, path: string, body?: unknown): Promi
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = request({
       host: "127.0.0.1", port, path, method, agent: false, timeout: 30_000,
-      headers: { connection: "close", ...(payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {}) },
+      headers: {
+        connection: "close", authorization: `Bearer ${token}`,
+        ...(payload ? { "content-type": "application/json", "content-length": Buffer.byteLength(payload) } : {}),
+      },
     }, (res) => {
       let text = "";
       res.setEncoding("utf8");
@@ -83,6 +91,18 @@ async function writesAreSharedByEveryWorker(port: number): Promise<void> {
   expect((await call(port, "DELETE", "/api/books/b3")).status).toBe(204);
   for (let i = 0; i < WORKERS; i++) expect((await call(port, "DELETE", "/api/books/b3")).status).toBe(404);
   expect((await call(port, "GET", "/health")).body.checks).toEqual({ database: "UP" });
+
+  // A cover uploaded through one worker is read back, byte for byte, through the others.
+  const image = new Uint8Array(300 * 1024).map((_, i) => (i * 31) % 251);
+  const form = new FormData();
+  form.append("cover", new File([image], "cover.png", { type: "image/png" }));
+  const uploaded = await fetch(`http://127.0.0.1:${port}/api/books/${first}/cover`, { method: "PUT", body: form, headers: { authorization: `Bearer ${token}` } });
+  expect(uploaded.status).toBe(204);
+  for (let i = 0; i < WORKERS * 2; i++) {
+    const cover = await fetch(`http://127.0.0.1:${port}/api/books/${first}/cover`, { headers: { connection: "close" } });
+    expect([cover.status, cover.headers.get("content-type")]).toEqual([200, "image/png"]);
+    expect(Buffer.from(await cover.arrayBuffer()).equals(Buffer.from(image))).toBe(true);
+  }
 }
 
 describe("the bookstore under the supervisor (4 workers)", () => {

@@ -3,12 +3,13 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as keelson from "../src/index.js";
+import * as auth from "../src/auth/index.js";
 import * as metrics from "../src/metrics/index.js";
 import * as sql from "../src/sql/index.js";
 import * as tracing from "../src/tracing/index.js";
 import * as supervisor from "../supervisor/index.js";
 
-const entryPaths = ["../src/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../supervisor/index.ts"];
+const entryPaths = ["../src/index.ts", "../src/auth/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../supervisor/index.ts"];
 let program: ts.Program | undefined;
 
 /** The names an entry point exports only as types (not at runtime), as the compiler sees them. */
@@ -48,6 +49,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "RequestLogger",
         "Route",
         "UNMATCHED_ROUTE",
+        "addressKey",
         "badRequest",
         "buildOpenAPIDocument",
         "checkHealth",
@@ -56,9 +58,12 @@ describe("the keelson barrel (src/index.ts)", () => {
         "created",
         "defineJob",
         "del",
+        "describeMiddleware",
+        "envNumber",
         "flushAllLoggers",
         "forbidden",
         "get",
+        "getMiddlewareContract",
         "internal",
         "isKError",
         "joinPath",
@@ -86,6 +91,7 @@ describe("the keelson barrel (src/index.ts)", () => {
   it("exports exactly these type-only names", () => {
     expect(typeOnlyExports()).toMatchInlineSnapshot(`
       [
+        "AuthInfo",
         "ContextServices",
         "Controller",
         "CorsConfig",
@@ -97,6 +103,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "ErrorCode",
         "ErrorCodeInfo",
         "FieldError",
+        "FormLimits",
         "Handler",
         "HandlerResult",
         "HealthChecker",
@@ -113,7 +120,12 @@ describe("the keelson barrel (src/index.ts)", () => {
         "LogLevel",
         "LogWriter",
         "MetricsCollector",
+        "MiddlewareContract",
+        "MiddlewareHeaderDoc",
+        "MiddlewareResponseDoc",
+        "MiddlewareSecurity",
         "Module",
+        "NumberRule",
         "OpenAPIDocument",
         "OpenAPISecurityScheme",
         "Page",
@@ -155,6 +167,7 @@ describe("the keelson barrel (src/index.ts)", () => {
 
 // The other entry points (package.json "exports"): same rule, every name is public API.
 describe.each([
+  ["keelson/auth", "../src/auth/index.ts", auth],
   ["keelson/metrics", "../src/metrics/index.ts", metrics],
   ["keelson/tracing", "../src/tracing/index.ts", tracing],
   ["keelson/sql", "../src/sql/index.ts", sql],
@@ -169,7 +182,7 @@ describe("docs/reference.md", () => {
   it("names every export of every entry point", () => {
     const readme = readFileSync(fileURLToPath(new URL("../docs/reference.md", import.meta.url)), "utf8");
     const entries = [
-      ["../src/index.ts", keelson], ["../src/metrics/index.ts", metrics],
+      ["../src/index.ts", keelson], ["../src/auth/index.ts", auth], ["../src/metrics/index.ts", metrics],
       ["../src/tracing/index.ts", tracing], ["../src/sql/index.ts", sql], ["../supervisor/index.ts", supervisor],
     ] as const;
     const names = entries.flatMap(([path, runtimeModule]) => [...Object.keys(runtimeModule), ...typeOnlyExports(path, runtimeModule)]);

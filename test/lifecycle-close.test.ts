@@ -245,9 +245,8 @@ describe("listen()", () => {
     }
   });
 
-  it.each([70000, -1, 1.5])("rejects the invalid port %s", async (port) => {
-    const { app } = newApp({ port });
-    await expect(app.listen()).rejects.toThrow(`invalid port ${port}: expected an integer from 0 to 65535`);
+  it.each([70000, -1, 1.5])("refuses the invalid port %s when the App is made", (port) => {
+    expect(() => newApp({ port })).toThrow(`port must be an integer from 0 to 65535, got ${port}`);
   });
 
   it("rejects when a module's register step throws", async () => {

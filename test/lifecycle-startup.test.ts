@@ -40,7 +40,7 @@ describe("startup failure of the example service", () => {
   it("exits 1 with one line for an invalid port", async () => {
     const { code, lines } = await failedStart({ PORT: "70000" }, BOOKSTORE);
     expect(code).toBe(1);
-    expect(lines).toEqual([expect.stringMatching(/startup failed: invalid port 70000: expected an integer from 0 to 65535$/)]);
+    expect(lines).toEqual([expect.stringMatching(/startup failed: PORT must be an integer from 0 to 65535, got "70000"$/)]);
   });
 
   it("exits 1 with a JSON line in production", async () => {

@@ -8,7 +8,7 @@ import { MetricSet } from "../src/metrics/metric-set.js";
 import { ClusterMetrics } from "../src/metrics/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { captureLogs } from "./helpers/logs.js";
-import type { SupervisedWorker, WorkerState } from "../supervisor/worker-handle.js";
+import type { SupervisedWorker, WorkerState } from "../src/cluster/feature-host.js";
 import { parseExposition } from "./fixtures/metrics-exposition.js";
 
 /** One worker's registry: a counter, a gauge, a histogram and a summary. */
@@ -193,7 +193,7 @@ describe("ClusterMetrics (the supervisor's side)", () => {
   });
 });
 
-/** A FakeHost with what the metrics port needs: options, messages from workers, fail() and finished. */
+/** A FakeHost with what the metrics port needs: its settings, messages from workers, fail() and finished. */
 class PortHost extends FakeHost {
   readonly logs = captureLogs();
   readonly logger = this.logs.logger;
@@ -231,7 +231,7 @@ class PortHost extends FakeHost {
 describe("the primary's metrics port (in-process, real socket)", () => {
   it("opens on the first worker's hello, lets concurrent scrapes share one merge, and closes when the supervisor stops", async () => {
     const host = new PortHost(0);
-    serveMetricsPort(host, new ClusterMetrics().install(host));
+    serveMetricsPort(host, new ClusterMetrics().install(host), host.options);
     expect(metricsHello.name).toBe("metrics:hello");
     const worker = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(3, 10))));
     expect(host.logs.lines().join("\n")).not.toMatch(/cluster-wide metrics/);
@@ -251,7 +251,7 @@ describe("the primary's metrics port (in-process, real socket)", () => {
     const port = (taken.address() as AddressInfo).port;
     try {
       const host = new PortHost(port);
-      serveMetricsPort(host, new ClusterMetrics().install(host));
+      serveMetricsPort(host, new ClusterMetrics().install(host), host.options);
       host.hello(host.fork(new FakeWorker(1, 101, [])));
       await expect.poll(() => host.failures).toEqual([
         `cannot serve metrics on 127.0.0.1:${port}: already in use (EADDRINUSE); set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`,
@@ -260,7 +260,7 @@ describe("the primary's metrics port (in-process, real socket)", () => {
       taken.close();
     }
     const off = new PortHost(false);
-    serveMetricsPort(off, new ClusterMetrics().install(off));
+    serveMetricsPort(off, new ClusterMetrics().install(off), off.options);
     expect(off.messageListeners).toHaveLength(0);
   });
 });

@@ -110,7 +110,7 @@ describe("rateLimit", () => {
     expect(make({ limit: 0 })).toThrow("rateLimit: limit must be a positive integer, got 0");
     expect(make({ limit: 2.5 })).toThrow("limit must be a positive integer");
     expect(make({ windowMs: -1 })).toThrow("windowMs must be a positive integer, got -1");
-    expect(make({ algorithm: "token-bucket" })).toThrow('algorithm must be "fixed" or "sliding", got token-bucket');
+    expect(make({ algorithm: "token-bucket" })).toThrow('algorithm must be "fixed" or "sliding", got "token-bucket"');
     expect(make({ name: 'a"b' })).toThrow("rateLimit: name must be 1–64 letters");
     expect(make({ key: "ip" })).toThrow("key must be a function");
     expect(make({ key: () => "k", trustedProxies: 1 })).toThrow("trustedProxies applies to the default key only");

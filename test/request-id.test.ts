@@ -41,13 +41,13 @@ describe("request id options", () => {
   it("lower-cases requestIdHeader and refuses a name that is not an HTTP token, naming it", () => {
     expect(resolveRequestIdHeader(undefined)).toBe("x-request-id");
     expect(new App({ requestIdHeader: "X-Correlation-ID" }).config.requestIdHeader).toBe("x-correlation-id");
-    expect(() => new App({ requestIdHeader: "x request id" })).toThrow('invalid requestIdHeader: "x request id"');
-    expect(() => new App({ requestIdHeader: "" })).toThrow('invalid requestIdHeader: ""');
-    expect(() => new App({ requestIdHeader: 42 as unknown as string })).toThrow("invalid requestIdHeader: 42");
+    expect(() => new App({ requestIdHeader: "x request id" })).toThrow('requestIdHeader must be an HTTP header name such as "x-request-id", got "x request id"');
+    expect(() => new App({ requestIdHeader: "" })).toThrow('requestIdHeader must be an HTTP header name such as "x-request-id", got ""');
+    expect(() => new App({ requestIdHeader: 42 as unknown as string })).toThrow('requestIdHeader must be an HTTP header name such as "x-request-id", got 42');
   });
 
   it("refuses a trustRequestId that is not a boolean", () => {
-    expect(() => new App({ trustRequestId: "no" as unknown as boolean })).toThrow('invalid trustRequestId: "no"');
+    expect(() => new App({ trustRequestId: "no" as unknown as boolean })).toThrow('trustRequestId must be true or false, got "no"');
   });
 });
 

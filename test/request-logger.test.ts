@@ -111,18 +111,18 @@ describe("log levels", () => {
   });
 
   it("refuses a bad level with the name of the option or variable it came from", () => {
-    expect(() => new App({ logLevel: "verbose" as never })).toThrow('invalid logLevel: "verbose" (expected one of debug, info, warn, error)');
-    expect(() => new App({ logLevel: "silent" as never })).toThrow('invalid logLevel: "silent"');
-    expect(() => new Logger({ isProduction: false, level: "INFO" as never })).toThrow('invalid level: "INFO"');
-    expect(() => new Logger({ isProduction: false, format: "xml" as never })).toThrow('invalid format: "xml" (expected "json" or "text")');
+    expect(() => new App({ logLevel: "verbose" as never })).toThrow('logLevel must be "debug", "info", "warn" or "error", got "verbose"');
+    expect(() => new App({ logLevel: "silent" as never })).toThrow('logLevel must be "debug", "info", "warn" or "error", got "silent"');
+    expect(() => new Logger({ isProduction: false, level: "INFO" as never })).toThrow('level must be "debug", "info", "warn" or "error", got "INFO"');
+    expect(() => new Logger({ isProduction: false, format: "xml" as never })).toThrow('format must be "text" or "json", got "xml"');
     vi.stubEnv("LOG_LEVEL", "trace");
-    expect(() => new App()).toThrow('invalid LOG_LEVEL: "trace" (expected one of debug, info, warn, error)');
-    expect(() => get("/x", { logLevel: "loud" as never }, () => ({}))).toThrow('invalid logLevel of GET /x: "loud" (expected one of debug, info, warn, error, silent)');
-    expect(() => get("/x", () => ({})).logLevel("quiet" as never)).toThrow('invalid logLevel of GET /x: "quiet"');
+    expect(() => new App()).toThrow('LOG_LEVEL must be "debug", "info", "warn" or "error", got "trace"');
+    expect(() => get("/x", { logLevel: "loud" as never }, () => ({}))).toThrow('logLevel of GET /x must be "debug", "info", "warn", "error" or "silent", got "loud"');
+    expect(() => get("/x", () => ({})).logLevel("quiet" as never)).toThrow('logLevel of GET /x must be "debug", "info", "warn", "error" or "silent", got "quiet"');
   });
 
   it("refuses logLevel together with a logger of one's own (that logger has its own level)", () => {
-    expect(() => new App({ logger: captureLogs().logger, logLevel: "warn" })).toThrow('invalid logLevel: "warn" cannot be combined with logger');
+    expect(() => new App({ logger: captureLogs().logger, logLevel: "warn" })).toThrow('logLevel ("warn") cannot be combined with logger');
   });
 
   it("withWriter keeps the level; the App logger's warn and info stop below it, error() still exits", () => {

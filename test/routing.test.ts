@@ -326,11 +326,19 @@ describe("route declarations", () => {
     expect([a.options.tags, b.options.tags, options.tags]).toEqual([["shared", "only-a"], ["shared"], ["shared"]]);
   });
 
-  it("are listed in app.routes with their declaration", () => {
+  it("are listed in app.routes with their declaration and the middleware they run (groups' first, then their own)", () => {
     const app = new App({ logger: captureLogs().logger });
     const route = post("/books", () => null);
     app.group("/api").route(route);
-    expect(app.routes.slice(BUILTIN_ROUTES.length)).toEqual([{ method: "POST", path: "/api/books", route }]);
+    const [outer, inner, own] = [1, 2, 3].map((n): Middleware => function marker() {
+      return n > 3 ? null : undefined;
+    });
+    const guarded = get("/secret", () => null).use(own!);
+    app.group("/v1", outer!).group("/x", inner!).route(guarded);
+    expect(app.routes.slice(BUILTIN_ROUTES.length)).toEqual([
+      { method: "POST", path: "/api/books", route, middleware: [] },
+      { method: "GET", path: "/v1/x/secret", route: guarded, middleware: [outer!, inner!, own!] },
+    ]);
   });
 
   it("include GET /health and the docs routes (hidden from the document), which move with the config", () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseSize } from "../supervisor/memory-limit.js";
+import { parseSize } from "../supervisor/size.js";
 import { failedRequests, get, killAll, readyWorkers, sleep, startSupervisor, underLoad } from "./fixtures/supervisor-harness.js";
 
 afterEach(() => killAll());

@@ -67,7 +67,7 @@ describe("supervisor options", () => {
     expect(() => resolveOptions({ entry: ENTRY, port: 70_000 })).toThrow("port must be an integer from 0 to 65535");
     expect(() => resolveOptions({ entry: ENTRY, watchdogTimeout: 500, heartbeatInterval: 1000 })).toThrow("must exceed heartbeatInterval");
     expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
-    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow('metricsPort must be a port from 0 to 65535, or off, got "-1"');
+    expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow("metricsPort must be an integer from 0 to 65535, got -1");
     expect(resolveOptions({ entry: ENTRY, metricsPort: false }).metricsPort).toBe(false);
   });
 });
@@ -107,7 +107,7 @@ describe("supervisor command line", () => {
     expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload, client, new)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
-    expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers expects a number >= 0, got "x"');
+    expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers must be an integer >= 1, got "x"');
     expect(usageError(["start", ENTRY, "--bogus"])).toMatch(/bogus/);
     expect(usageError(["start", ENTRY, "extra"])).toMatch(/unexpected argument\(s\): extra/);
     expect(usageError(["start", ENTRY], { PORT: "http" })).toBe('PORT must be an integer from 0 to 65535, got "http"');
@@ -143,7 +143,7 @@ describe("supervisor command line", () => {
     expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);
     const zero = runCli("start", ENTRY, "--workers", "0");
     expect(zero.status).toBe(2);
-    expect(zero.stderr).toBe("keelson: workers must be a positive integer, got 0\n");
+    expect(zero.stderr).toBe('keelson: --workers must be an integer >= 1, got "0"\nRun "keelson --help" for usage.\n');
   });
 });
 

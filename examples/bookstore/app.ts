@@ -1,7 +1,8 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
-import { App, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
+import { App, envNumber, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
 import { defineDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { bookstoreSecret, requireWriter } from "./auth.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";
 
@@ -61,8 +62,10 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
         { name: "misc", description: "Everything else" },
       ],
     },
-    shutdownDelay: Number(process.env.KEELSON_SHUTDOWN_DELAY_MS ?? 0),
-    shutdownTimeout: Number(process.env.KEELSON_SHUTDOWN_TIMEOUT_MS ?? 10_000),
+    // envNumber refuses "abc" or "-1" with the variable's name; the App then checks the values
+    // themselves (a delay as long as the budget is refused too).
+    shutdownDelay: envNumber("KEELSON_SHUTDOWN_DELAY_MS", { integer: true, min: 0 }) ?? 0,
+    shutdownTimeout: envNumber("KEELSON_SHUTDOWN_TIMEOUT_MS", { integer: true, above: 0 }) ?? 10_000,
     // A worker whose event loop runs half a second late is saturated: 503 + Retry-After beats a timeout.
     loadShedding: { maxEventLoopDelay: 500 },
     ...config,
@@ -72,7 +75,10 @@ export function buildApp(config: KConfig = {}, database: SQLDatabase = openSQLit
   app.registerScheduler(new HeartbeatScheduler());
   // /health runs SELECT 1; the connection closes in a shutdown hook.
   app.use(defineDatabaseModule(database));
-  app.group("/api", apiVersion).use(booksModule(database));
+  // The write routes need a bearer token with books:write (`make token` prints one).
+  const { secret, warning } = bookstoreSecret();
+  if (warning) app.logger.warn(warning);
+  app.group("/api", apiVersion).use(booksModule(database, requireWriter(secret)));
   app.route(
     get("/hello", { query: HelloQuery, responses: { 200: Greeting } }, (ctx) => ({
       message: ctx.t("greeting", ctx.query.name ?? "world"),

@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import type { Middleware } from "h3";
 import { z } from "zod";
 import { created, del, get, notFound, post, put, type Controller, type Module, type Repository, type Route } from "../../src/index.js";
 import { defineSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
+import { CoverStore, CoversController } from "./covers.js";
 
 export const Book = z
   .object({
@@ -52,13 +54,20 @@ export function defineBooksRepository(db: SQLDatabase) {
 /** The bookstore's routes on a repository shared by every worker (the database is). */
 export class BooksController implements Controller {
   readonly #books: Repository<Book, string>;
+  readonly #writer: Middleware;
+  readonly #covers: CoverStore | undefined;
 
-  constructor(books: Repository<Book, string>) {
+  /** `writer` guards the write routes (POST, PUT, DELETE): see auth.ts. A deleted book's cover goes with it. */
+  constructor(books: Repository<Book, string>, writer: Middleware, covers?: CoverStore) {
     this.#books = books;
+    this.#writer = writer;
+    this.#covers = covers;
   }
 
   routes(): Route[] {
     const books = this.#books;
+    const writer = this.#writer;
+    const covers = this.#covers;
     return [
       get("/books", { query: ListQuery, responses: { 200: BookPage } }, (ctx) => books.findAll(ctx.event.req.signal, ctx.pagination()))
         .tag("books")
@@ -75,6 +84,7 @@ export class BooksController implements Controller {
         const book: Book = { id: randomUUID(), ...ctx.body };
         return created(await books.create(ctx.event.req.signal, book), `/api/books/${book.id}`);
       })
+        .use(writer)
         .tag("books")
         .describe("Add a book"),
       put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
@@ -82,11 +92,14 @@ export class BooksController implements Controller {
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);
         return book;
       })
+        .use(writer)
         .tag("books")
         .describe("Replace a book"),
       del("/books/:id", { params: BookId, responses: { 204: { description: "Deleted" }, 404: { description: "No book with this id" } } }, async (ctx) => {
         if (!(await books.delete(ctx.event.req.signal, ctx.params.id))) throw notFound(`no book with id ${ctx.params.id}`);
+        await covers?.delete(ctx.event.req.signal, ctx.params.id);
       })
+        .use(writer)
         .tag("books")
         .describe("Delete a book"),
     ];
@@ -97,13 +110,15 @@ export class BooksController implements Controller {
  * A module: the books controller on whatever router it gets. Startup waits for the table (created
  * and seeded if missing), so a worker never serves before its schema exists.
  */
-export function booksModule(db: SQLDatabase): Module {
+export function booksModule(db: SQLDatabase, writer: Middleware): Module {
   return {
     name: "books",
     register(router) {
       const books = defineBooksRepository(db);
-      router.registerController(new BooksController(books));
-      return books.init();
+      const covers = new CoverStore(db);
+      router.registerController(new BooksController(books, writer, covers));
+      router.registerController(new CoversController(books, covers, writer));
+      return Promise.all([books.init(), covers.init()]).then(() => undefined);
     },
   };
 }

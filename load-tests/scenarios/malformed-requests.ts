@@ -1,5 +1,6 @@
 // The kinds of malformed request the `malformed` scenario sends to the example bookstore, each as
 // a generator of raw requests (variant i of n), with the answers keelson is expected to give.
+import { DEVELOPMENT_SECRET, signBookstoreToken } from "../../examples/bookstore/auth.js";
 import type { RawRequest, RawResponse } from "../lib/raw-http.js";
 
 export interface Kind {
@@ -14,7 +15,9 @@ export interface Kind {
   request(i: number): RawRequest;
 }
 
-const CLOSE = "Host: 127.0.0.1\r\nConnection: close";
+// The example's write routes need a bearer token (scope books:write): these requests are about
+// their bodies, so they carry one; the example runs without BOOKSTORE_JWT_SECRET, on the development key.
+const CLOSE = `Host: 127.0.0.1\r\nConnection: close\r\nAuthorization: Bearer ${await signBookstoreToken(DEVELOPMENT_SECRET, { subject: "malformed-scenario" })}`;
 const json = (method: string, path: string, body: string, type = "application/json"): RawRequest => ({
   head: `${method} ${path} HTTP/1.1\r\n${CLOSE}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}`,
   body,

@@ -53,13 +53,13 @@ interface Entry {
 function collectEntries(routes: readonly RegisteredRoute[], ctx: OperationContext): Entry[] {
   const seen = new Set<string>();
   const entries: Entry[] = [];
-  for (const { method, path, route } of routes) {
+  for (const { method, path, route, middleware } of routes) {
     const key = `${method} ${path}`;
     if (seen.has(key)) continue;
     seen.add(key);
     if (route.options.hidden) continue;
     const health = isHealthRoute(route);
-    const operation = health ? healthOperation() : routeOperation(route, path, ctx);
+    const operation = health ? healthOperation() : routeOperation(route, path, ctx, middleware);
     entries.push({
       path: toOpenAPIPath(path).path, method: method.toLowerCase() as OpenAPIMethod, operation, explicitId: !health && route.options.operationId !== undefined,
     });
@@ -95,13 +95,14 @@ function assignOperationIds(entries: readonly Entry[]): void {
 export function buildOpenAPIDocument(routes: readonly RegisteredRoute[], docs: OpenAPIDocsConfig): OpenAPIDocument {
   const reserved = { ...BUILTIN_SCHEMAS };
   if (!routes.some(({ route }) => isHealthRoute(route))) delete reserved[HEALTH_SCHEMA];
-  const ctx: OperationContext = { schemas: new SchemaCollector(reserved), usedErrors: new Set() };
+  const ctx: OperationContext = { schemas: new SchemaCollector(reserved), usedErrors: new Set(), securitySchemes: new Map() };
   const entries = collectEntries(routes, ctx);
   assignOperationIds(entries);
 
   const paths: Record<string, OpenAPIPathItem> = {};
   const tags = new Map((docs.tags ?? []).map((t) => [t.name, t.description ? { name: t.name, description: t.description } : { name: t.name }]));
   const securitySchemes: Record<string, OpenAPISecurityScheme> = { ...docs.securitySchemes };
+  for (const [name, scheme] of ctx.securitySchemes) securitySchemes[name] ??= scheme;
   for (const { path, method, operation } of entries) {
     (paths[path] ??= {})[method] = operation;
     for (const tag of operation.tags ?? []) if (!tags.has(tag)) tags.set(tag, { name: tag });

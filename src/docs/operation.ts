@@ -1,15 +1,18 @@
 import { STATUS_CODES } from "node:http";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { readJSONSchema, resolveLocalRef, type JSONSchema } from "../http/json-schema.js";
+import type { Middleware } from "h3";
+import { getMiddlewareContract, type MiddlewareContract, type MiddlewareHeaderDoc } from "../http/middleware-contract.js";
 import type { ResponseDoc, Route } from "../http/route.js";
 import { ERROR_RESPONSES, errorResponse } from "./builtins.js";
 import type { SchemaCollector } from "./components.js";
-import type { OpenAPIOperation, OpenAPIParameter, OpenAPIRef, OpenAPIResponse } from "./types.js";
+import type { OpenAPIOperation, OpenAPIParameter, OpenAPIRef, OpenAPIResponse, OpenAPISecurityScheme } from "./types.js";
 
-/** What building operations records for the document: the error responses it referenced. */
+/** What building operations records for the document: the error responses and the security schemes middleware declared. */
 export interface OperationContext {
   readonly schemas: SchemaCollector;
   readonly usedErrors: Set<number>;
+  readonly securitySchemes: Map<string, OpenAPISecurityScheme>;
 }
 
 /** Statuses without a body: a schema given for them documents nothing. */
@@ -109,19 +112,44 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
     return errorResponse(status, doc.description ?? STATUS_CODES[status] ?? "Error", known?.code);
   }
   const response: OpenAPIResponse = { description: doc.description ?? STATUS_CODES[status] ?? "Response" };
-  if (doc.schema && !EMPTY_STATUSES.has(status)) {
+  if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
+    const schema = doc.schema ? ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} : { type: "string", format: "binary" };
+    response.content = Object.fromEntries((Array.isArray(doc.contentType) ? doc.contentType : [doc.contentType]).map((type) => [type, { schema }]));
+  } else if (doc.schema && !EMPTY_STATUSES.has(status)) {
     response.content = { "application/json": { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
   }
   return response;
 }
 
-function responsesOf(route: Route, hasPathParams: boolean, ctx: OperationContext, id: string): OpenAPIOperation["responses"] {
+function headersOf(docs: Readonly<Record<string, MiddlewareHeaderDoc>>): NonNullable<OpenAPIResponse["headers"]> {
+  const out: NonNullable<OpenAPIResponse["headers"]> = {};
+  for (const [name, doc] of Object.entries(docs)) out[name] = { description: doc.description, schema: doc.schema ?? { type: "string" } };
+  return out;
+}
+
+function responsesOf(route: Route, hasPathParams: boolean, contracts: readonly MiddlewareContract[], ctx: OperationContext, id: string): OpenAPIOperation["responses"] {
   const { params, query, body, security, responses = {} } = route.options;
   const out: OpenAPIOperation["responses"] = {};
   for (const [key, value] of Object.entries(responses)) {
     out[key] = declaredResponse(Number(key), isSchema(value) ? { schema: value } : value, ctx, id);
   }
   if (!Object.keys(out).some((status) => Number(status) < 400)) out["200"] = { description: "OK" };
+  // What the route's middleware answers by itself, and the headers it adds to what it lets through.
+  for (const contract of contracts) {
+    for (const [key, doc] of Object.entries(contract.responses ?? {})) {
+      if (out[key] !== undefined) continue;
+      const status = Number(key);
+      const known = ERROR_RESPONSES.get(status);
+      const response = errorResponse(status, doc.description ?? known?.description ?? STATUS_CODES[status] ?? "Error", known?.code);
+      if (doc.headers) response.headers = headersOf(doc.headers);
+      out[key] = response;
+    }
+    if (contract.headers) {
+      for (const [key, response] of Object.entries(out)) {
+        if (Number(key) < 400 && !("$ref" in response)) response.headers = { ...response.headers, ...headersOf(contract.headers) };
+      }
+    }
+  }
   // What keelson itself can answer for this route, unless the route documents it otherwise.
   const automatic = [500];
   if (route.method !== "GET") automatic.push(400, 413, 415);
@@ -136,9 +164,27 @@ function responsesOf(route: Route, hasPathParams: boolean, ctx: OperationContext
   return out;
 }
 
+/**
+ * The security requirement: the credentials the route's middleware checks (all of them, with the
+ * scopes each requires) together with the schemes the route names with `secured()`; without
+ * middleware that checks one, each named scheme is an alternative, as before.
+ */
+function securityOf(named: readonly string[] | undefined, contracts: readonly MiddlewareContract[], ctx: OperationContext): OpenAPIOperation["security"] {
+  const checked = contracts.flatMap((c) => (c.security ? [c.security] : []));
+  if (checked.length === 0) return named?.length ? named.map((name) => ({ [name]: [] })) : undefined;
+  const requirement: Record<string, string[]> = {};
+  for (const { name, scheme, scopes } of checked) {
+    if (!ctx.securitySchemes.has(name)) ctx.securitySchemes.set(name, scheme);
+    requirement[name] = [...new Set([...(requirement[name] ?? []), ...(scopes ?? [])])];
+  }
+  for (const name of named ?? []) requirement[name] ??= [];
+  return [requirement];
+}
+
 /** The operation of a route declared through keelson, with every schema and option it carries. */
-export function routeOperation(route: Route, path: string, ctx: OperationContext): OpenAPIOperation {
+export function routeOperation(route: Route, path: string, ctx: OperationContext, middleware: readonly Middleware[] = []): OpenAPIOperation {
   const o = route.options;
+  const contracts = middleware.map(getMiddlewareContract).filter((c): c is MiddlewareContract => c !== undefined);
   const id = o.operationId ?? deriveOperationId(route.method, path);
   const { params } = toOpenAPIPath(path);
   const parameters = parametersOf(route, params, ctx, id);
@@ -147,11 +193,13 @@ export function routeOperation(route: Route, path: string, ctx: OperationContext
   if (o.description) operation.description = o.description;
   if (o.tags?.length) operation.tags = [...new Set(o.tags)];
   if (o.deprecated) operation.deprecated = true;
-  if (o.security?.length) operation.security = o.security.map((name) => ({ [name]: [] }));
+  const security = securityOf(o.security, contracts, ctx);
+  if (security) operation.security = security;
   if (parameters.length > 0) operation.parameters = parameters;
   if (o.body) {
     const schema = ctx.schemas.add(o.body, "input", `${id}Body`) ?? {};
-    operation.requestBody = { required: !acceptsUndefined(o.body), content: { "application/json": { schema } } };
+    const media = o.bodyType === "form" ? ["multipart/form-data", "application/x-www-form-urlencoded"] : ["application/json"];
+    operation.requestBody = { required: !acceptsUndefined(o.body), content: Object.fromEntries(media.map((type) => [type, { schema }])) };
   }
-  return { ...operation, operationId: id, responses: responsesOf(route, params.length > 0, ctx, id) };
+  return { ...operation, operationId: id, responses: responsesOf(route, params.length > 0, contracts, ctx, id) };
 }

@@ -17,6 +17,7 @@ export interface OpenAPIMediaType {
 
 export interface OpenAPIResponse {
   description: string;
+  headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
   content?: Record<string, OpenAPIMediaType>;
 }
 

@@ -1,4 +1,5 @@
 import type { H3Event } from "h3";
+import type { AuthInfo } from "../auth/principal.js";
 import type { Span, Translator, Tracer } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -86,6 +87,14 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   /** `page` and `limit` of the query string, clamped (see parsePagination). */
   pagination(): PageQuery {
     return parsePagination(this.query as Record<string, string | string[]>);
+  }
+
+  /**
+   * Who the request is, as an auth middleware of keelson/auth (`jwtAuth`, `apiKeyAuth`,
+   * `basicAuth`) established it; undefined on a route without one.
+   */
+  get auth(): AuthInfo | undefined {
+    return this.event.context.auth;
   }
 
   /** The request's server span (a no-op span unless a tracer is set). */

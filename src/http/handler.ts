@@ -4,6 +4,7 @@ import { HandlerContext, type ContextServices } from "./context.js";
 import { json, noContent } from "./results.js";
 import type { Handler, Route } from "./route.js";
 import { readJSONBody } from "./body.js";
+import { readFormBody, resolveFormLimits, type ReadForm } from "./form.js";
 import { readQuery } from "./query.js";
 import { createCoercer, validateInput, type Coercer, type InputPart } from "./validate.js";
 
@@ -66,21 +67,42 @@ function lazyCoercer(schema: StandardSchemaV1 | undefined): Coercer | undefined 
  * coercion plans, whether a body is read) happens once, not per request; a route with no
  * schemas and no body takes a synchronous path that allocates only the context.
  */
-export function compileRoute(route: Route, services: ContextServices, bodyLimit: number): (event: H3Event) => unknown {
-  const { params: paramsSchema, query: querySchema, body: bodySchema } = route.options;
+export function compileRoute(route: Route, services: ContextServices, appBodyLimit: number): (event: H3Event) => unknown {
+  const { params: paramsSchema, query: querySchema, body: bodySchema, bodyType = "json" } = route.options;
   const handler = route.handler as unknown as AnyHandler;
   const readsBody = route.method !== "GET";
   const coerceParams = lazyCoercer(paramsSchema);
   const coerceQuery = lazyCoercer(querySchema);
+  const name = `${route.method} ${route.path}`;
+  if (bodyType !== "json" && bodyType !== "form") throw new TypeError(`${name}: bodyType must be "json" or "form", got ${JSON.stringify(bodyType)}`);
+  const { bodyLimit: routeLimit } = route.options;
+  if (routeLimit !== undefined && (typeof routeLimit !== "number" || !Number.isInteger(routeLimit) || routeLimit < 1)) {
+    throw new TypeError(`${name}: bodyLimit must be an integer number of bytes >= 1, got ${String(routeLimit)}`);
+  }
+  const bodyLimit = routeLimit ?? appBodyLimit;
+  const run = (event: H3Event, params: unknown, query: unknown, body: unknown) =>
+    settle(handler(new HandlerContext(event, services, params, query, body)));
+
+  if (bodyType === "form") {
+    const limits = resolveFormLimits(name, route.options.formLimits, bodyLimit);
+    const coerceForm = lazyCoercer(bodySchema);
+    return function keelsonFormRoute(event) {
+      const params = check("params", paramsSchema, coerceParams, readParams(event));
+      const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
+      return Promise.all([params, query, readFormBody(event, limits)]).then(([p, q, form]: [unknown, unknown, ReadForm]) => {
+        // Fields arrive as text: the schema's numbers and booleans are coerced as in a query string.
+        const handled = (async () => run(event, p, q, await check("body", bodySchema, coerceForm, form.value ?? Object.create(null))))();
+        // The files live until the handler is done with them, whatever it answered.
+        return handled.finally(form.cleanup);
+      });
+    };
+  }
 
   if (!readsBody && !paramsSchema && !querySchema) {
     return function keelsonRoute(event) {
       return settle(handler(new HandlerContext(event, services, readParams(event), undefined, undefined)));
     };
   }
-
-  const run = (event: H3Event, params: unknown, query: unknown, body: unknown) =>
-    settle(handler(new HandlerContext(event, services, params, query, body)));
 
   // Params and query are checked before the body is read: a bad path or query string is
   // answered without waiting for the body, and the usual POST takes one promise, not five.

@@ -5,6 +5,7 @@
  * across the supervisor's workers and across restarts of a worker slot.
  */
 import { randomBytes } from "node:crypto";
+import { show } from "../checks.js";
 
 /** Longest incoming request id kept; a longer one is replaced. */
 export const MAX_REQUEST_ID_LENGTH = 128;
@@ -61,7 +62,7 @@ const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 export function resolveRequestIdHeader(value: unknown): string {
   if (value === undefined) return DEFAULT_REQUEST_ID_HEADER;
   if (typeof value !== "string" || !TOKEN.test(value)) {
-    throw new TypeError(`invalid requestIdHeader: ${JSON.stringify(value) ?? String(value)} (expected an HTTP header name such as "x-request-id")`);
+    throw new Error(`requestIdHeader must be an HTTP header name such as "x-request-id", got ${show(value)}`);
   }
   return value.toLowerCase();
 }

@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Middleware } from "h3";
 import { parseLogLevel, type RouteLogLevel } from "../logging/level.js";
 import type { HandlerContext } from "./context.js";
+import type { FormLimits } from "./form.js";
 
 /** Methods a keelson route can declare. */
 export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -10,6 +11,11 @@ export type RouteMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
 export interface ResponseDoc {
   description?: string;
   schema?: StandardSchemaV1;
+  /**
+   * The media type(s) of a body that is not JSON (an image, a CSV): documented as binary
+   * (`format: binary`) unless `schema` says more. Default: `application/json` with `schema`.
+   */
+  contentType?: string | string[];
 }
 
 /** Everything a route can declare besides its method, path and handler. */
@@ -21,6 +27,15 @@ export interface RouteOptions<
   params?: TParams;
   query?: TQuery;
   body?: TBody;
+  /**
+   * What the body is: `"json"` (default) or `"form"`, a `multipart/form-data` or
+   * `application/x-www-form-urlencoded` body whose fields (strings) and files (`File`) `body` validates.
+   */
+  bodyType?: "json" | "form";
+  /** The largest body this route reads, bytes (default: the App's `bodyLimit`). */
+  bodyLimit?: number;
+  /** Limits of a form body: file size and count, field count and size, where files are kept. */
+  formLimits?: FormLimits;
   /** Per-status response schemas (or docs), e.g. `{ 200: Book, 404: { description: "no such book" } }`. */
   responses?: Record<number, StandardSchemaV1 | ResponseDoc>;
   summary?: string;
@@ -73,6 +88,8 @@ export interface RegisteredRoute {
   readonly method: string;
   readonly path: string;
   readonly route: Route;
+  /** The middleware it runs besides the App's global middleware: its groups', then its own. */
+  readonly middleware: readonly Middleware[];
 }
 
 /**

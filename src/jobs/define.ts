@@ -96,7 +96,7 @@ export function defineJob(options: JobOptions): Job {
   }
   if (typeof run !== "function") throw new Error(`job ${name}: run must be a function`);
   if ((cron === undefined) === (every === undefined)) throw new Error(`job ${name}: give exactly one of cron or every`);
-  if (every !== undefined && !(Number.isInteger(every) && every >= 1000)) {
+  if (every !== undefined && !(Number.isSafeInteger(every) && every >= 1000)) {
     throw new Error(`job ${name}: every must be a whole number of milliseconds, at least 1000; got ${String(every)}`);
   }
   if (runOn !== "one" && runOn !== "each") throw new Error(`job ${name}: runOn must be "one" or "each"; got ${JSON.stringify(runOn)}`);

@@ -2,25 +2,40 @@ import { randomUUID } from "node:crypto";
 import { TickClock } from "./clock.js";
 import { tickClock, type JobSpec } from "./define.js";
 import { jobsDone, jobsRegister, jobsRun } from "./ipc.js";
+import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
 import type { Logger } from "../logging/logger.js";
-import type { WorkerHandle } from "../../supervisor/worker-handle.js";
 
-/** What the dispatcher needs from the supervisor's pool. */
-export interface JobsHost {
-  onWorker(listener: (worker: WorkerHandle) => void): () => void;
+/** What the dispatcher needs from the primary. */
+export type JobsHost = Pick<FeatureHost, "onWorker">;
+
+/** A running job clock: what `startClock` returns. */
+export interface JobClock {
+  stop(): void;
 }
+
+/**
+ * Starts a job's clock: calls `onTick(scheduledAt)` at each tick of `nextTick` until stopped.
+ * The primary uses a TickClock (real time); a unit test fires the ticks itself.
+ */
+export type StartJobClock = (nextTick: (after: Date) => Date, onTick: (scheduledAt: Date) => void) => JobClock;
+
+const startTickClock: StartJobClock = (nextTick, onTick) => {
+  const clock = new TickClock(nextTick, onTick);
+  clock.start();
+  return clock;
+};
 
 interface Schedule {
   readonly name: string;
   /** The spec as JSON: a reload that changes it restarts the clock. */
   key: string;
-  clock: TickClock;
+  clock: JobClock;
   /** Ticks due and not yet handed out (epoch ms), oldest first. */
   readonly due: number[];
   /** The tick being run and the worker running it. */
-  running: { scheduledAt: number; worker: WorkerHandle } | undefined;
+  running: { scheduledAt: number; worker: FeatureWorker } | undefined;
   /** Workers that registered the job and have not refused it. */
-  readonly workers: Set<WorkerHandle>;
+  readonly workers: Set<FeatureWorker>;
 }
 
 /** Ticks that may wait behind a running one (a slow run, a starved machine); an older one is skipped beyond that. */
@@ -37,12 +52,14 @@ export class JobDispatcher {
   /** Identifies this supervisor to a JobStore: a tick re-run here after a crash is still its own. */
   readonly owner = randomUUID();
   readonly #logger: Logger;
+  readonly #startClock: StartJobClock;
   readonly #jobs = new Map<string, Schedule>();
   #turn = 0;
   #stopped = false;
 
-  constructor(host: JobsHost, logger: Logger) {
+  constructor(host: JobsHost, logger: Logger, startClock: StartJobClock = startTickClock) {
     this.#logger = logger;
+    this.#startClock = startClock;
     host.onWorker((worker) => {
       worker.channel.on(jobsRegister, ({ jobs }) => this.#register(worker, jobs));
       worker.channel.handle(jobsDone, (done) => this.#done(worker, done));
@@ -57,7 +74,7 @@ export class JobDispatcher {
     for (const schedule of this.#jobs.values()) schedule.clock.stop();
   }
 
-  #register(worker: WorkerHandle, specs: readonly JobSpec[]): void {
+  #register(worker: FeatureWorker, specs: readonly JobSpec[]): void {
     if (this.#stopped || !Array.isArray(specs)) return;
     for (const spec of specs) {
       const key = JSON.stringify([spec.cron, spec.timezone, spec.every]);
@@ -77,7 +94,7 @@ export class JobDispatcher {
     this.#pumpAll();
   }
 
-  #clock(spec: JobSpec): TickClock {
+  #clock(spec: JobSpec): JobClock {
     let nextTick: (after: Date) => Date;
     try {
       nextTick = tickClock(spec);
@@ -85,12 +102,10 @@ export class JobDispatcher {
       this.#logger.logError("job %s: its schedule is invalid: %s", spec.name, (error as Error).message);
       nextTick = () => new Date(8.64e15);
     }
-    const clock = new TickClock(nextTick, (at) => {
+    return this.#startClock(nextTick, (at) => {
       const schedule = this.#jobs.get(spec.name);
       if (schedule !== undefined) this.#tick(schedule, at.getTime());
     });
-    clock.start();
-    return clock;
   }
 
   #tick(schedule: Schedule, scheduledAt: number): void {
@@ -123,7 +138,7 @@ export class JobDispatcher {
     }
   }
 
-  #done(worker: WorkerHandle, done: { job: string; scheduledAt: number; refused: boolean }): Record<string, never> {
+  #done(worker: FeatureWorker, done: { job: string; scheduledAt: number; refused: boolean }): Record<string, never> {
     const schedule = this.#jobs.get(done.job);
     const running = schedule?.running;
     if (schedule === undefined || running?.worker !== worker || running.scheduledAt !== done.scheduledAt) return {};
@@ -136,7 +151,7 @@ export class JobDispatcher {
     return {};
   }
 
-  #exited(worker: WorkerHandle): void {
+  #exited(worker: FeatureWorker): void {
     for (const schedule of this.#jobs.values()) {
       schedule.workers.delete(worker);
       const running = schedule.running;
@@ -148,4 +163,11 @@ export class JobDispatcher {
       this.#pump(schedule);
     }
   }
+}
+
+/** Installs `runOn: "one"` job dispatch on the primary; its clocks stop when the primary begins to stop. */
+export function installJobs(host: Pick<FeatureHost, "onWorker" | "onStop" | "logger">, startClock?: StartJobClock): JobDispatcher {
+  const jobs = new JobDispatcher(host, host.logger, startClock);
+  host.onStop(() => jobs.stop());
+  return jobs;
 }

@@ -1,4 +1,5 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
+import { MS_ABOVE_0, checkOptionalNumber } from "../checks.js";
 import type { Logger } from "../logging/logger.js";
 
 /** When a worker counts as saturated and rejects new requests with 503. Each limit is off when unset. */
@@ -25,6 +26,17 @@ export interface LoadSheddingOptions {
 export type ShedReason = "event_loop_delay" | "event_loop_utilization" | "inflight" | "queue_delay";
 
 const WARN_EVERY_MS = 5000;
+
+/** Each limit, when set, must be a limit: NaN or 0 would shed every request or none. */
+function checkLoadSheddingOptions(options: LoadSheddingOptions): void {
+  checkOptionalNumber(options.maxEventLoopDelay, "loadShedding.maxEventLoopDelay", MS_ABOVE_0);
+  checkOptionalNumber(options.maxQueueDelay, "loadShedding.maxQueueDelay", MS_ABOVE_0);
+  checkOptionalNumber(options.maxEventLoopUtilization, "loadShedding.maxEventLoopUtilization", { above: 0, max: 1 });
+  checkOptionalNumber(options.maxInflight, "loadShedding.maxInflight", { integer: true, min: 1 });
+  // Retry-After is a whole number of seconds (RFC 9110).
+  checkOptionalNumber(options.retryAfter, "loadShedding.retryAfter", { integer: true, min: 0 });
+  checkOptionalNumber(options.sampleInterval, "loadShedding.sampleInterval", MS_ABOVE_0);
+}
 
 /**
  * Decides, per request, whether the worker is too busy to take it. The event loop is sampled on a
@@ -62,6 +74,7 @@ export class LoadShedder {
   };
 
   constructor(options: LoadSheddingOptions, logger: Logger) {
+    checkLoadSheddingOptions(options);
     this.#maxDelay = options.maxEventLoopDelay ?? 100;
     this.#maxElu = options.maxEventLoopUtilization;
     this.#maxInflight = options.maxInflight ?? Number.POSITIVE_INFINITY;

@@ -1,3 +1,5 @@
+import { checkOneOf } from "../checks.js";
+
 /**
  * Log levels and their thresholds. A threshold is a rank: a line is written when its level's rank
  * is at least the threshold, so comparing two small integers is all a disabled line costs.
@@ -26,16 +28,16 @@ export function levelRank(value: RouteLogLevel): number {
   return RANKS[value];
 }
 
+const ROUTE_LOG_LEVELS: readonly RouteLogLevel[] = [...LOG_LEVELS, "silent"];
+
 /**
- * `value` as a LogLevel (`silent` too when `allowSilent`), else a TypeError naming `name` (the
- * option or variable it came from) and the value.
+ * `value` as a LogLevel (`silent` too when `allowSilent`), else an error naming `name` (the option
+ * or variable it came from) and the value: `logLevel must be "debug", "info", "warn" or "error", got "verbose"`.
  */
 export function parseLogLevel(value: unknown, name: string, allowSilent: true): RouteLogLevel;
 export function parseLogLevel(value: unknown, name: string, allowSilent?: false): LogLevel;
 export function parseLogLevel(value: unknown, name: string, allowSilent = false): RouteLogLevel {
-  if (typeof value === "string" && Object.hasOwn(RANKS, value) && (allowSilent || value !== "silent")) return value as RouteLogLevel;
-  const allowed = allowSilent ? [...LOG_LEVELS, "silent"] : LOG_LEVELS;
-  throw new TypeError(`invalid ${name}: ${JSON.stringify(value) ?? String(value)} (expected one of ${allowed.join(", ")})`);
+  return checkOneOf(value, name, allowSilent ? ROUTE_LOG_LEVELS : LOG_LEVELS);
 }
 
 /**

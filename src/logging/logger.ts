@@ -6,6 +6,7 @@
 import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./format.js";
 import { RANK_DEBUG, RANK_ERROR, RANK_INFO, RANK_WARN, defaultLogLevel, levelRank, parseLogLevel, type LogLevel } from "./level.js";
 import { jsonOrigin, textOrigin } from "./origin.js";
+import { checkOneOf } from "../checks.js";
 import { flushAllSinks, sinkFor, type LogWriter, type Sink } from "./sink.js";
 import { LineHead, methodPart, statusPart } from "./request-line.js";
 
@@ -80,10 +81,7 @@ export class Logger {
 
   constructor(options: LoggerOptions) {
     this.isProduction = options.isProduction;
-    this.format = options.format ?? (options.isProduction ? LogFormatJSON : LogFormatText);
-    if (this.format !== LogFormatJSON && this.format !== LogFormatText) {
-      throw new TypeError(`invalid format: ${JSON.stringify(this.format) ?? String(this.format)} (expected "json" or "text")`);
-    }
+    this.format = checkOneOf(options.format ?? (options.isProduction ? LogFormatJSON : LogFormatText), "format", [LogFormatText, LogFormatJSON]);
     this.level = options.level === undefined ? defaultLogLevel(options.isProduction) : parseLogLevel(options.level, "level");
     this.threshold = levelRank(this.level);
     this.debugEnabled = this.threshold <= RANK_DEBUG;

@@ -1,20 +1,18 @@
 import type { IpcMessageType } from "../cluster/ipc.js";
-import type { Logger } from "../logging/logger.js";
+import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsHello } from "./ipc.js";
 import type { MetricsListener } from "./listener.js";
 import type { ClusterMetrics } from "./primary.js";
-import type { SupervisedWorker } from "../../supervisor/worker-handle.js";
 
-/** What the metrics port needs from the supervisor (a `Supervisor` has all of it). */
-export interface MetricsPortHost {
-  readonly options: { readonly metricsPort: number | false; readonly metricsHost: string | undefined };
-  readonly logger: Logger;
-  readonly stopping: boolean;
-  /** Settles once the supervisor has stopped: the port closes then. */
-  readonly finished: Promise<unknown>;
+/** What the metrics port needs from the primary; it closes once `finished` settles. */
+export interface MetricsPortHost extends Pick<FeatureHost, "logger" | "stopping" | "finished" | "fail"> {
   onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
-  /** Stops the supervisor with exit 1 and `reason` as its last word. */
-  fail(reason: string): unknown;
+}
+
+/** Where the port listens: the supervisor's `metricsPort` (false: no port) and `metricsHost` options. */
+export interface MetricsPortSettings {
+  readonly metricsPort: number | false;
+  readonly metricsHost: string | undefined;
 }
 
 /**
@@ -25,8 +23,8 @@ export interface MetricsPortHost {
  * counts with its last numbers and `keelson_worker_up 0`. A port that cannot be opened stops the
  * supervisor with exit 1: a scrape target that never answers is a deployment error.
  */
-export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics): void {
-  const { metricsPort: port, metricsHost } = host.options;
+export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics, settings: MetricsPortSettings): void {
+  const { metricsPort: port, metricsHost } = settings;
   if (port === false) return;
   let timeoutMs = 2000;
   let opening: Promise<MetricsListener | undefined> | undefined;
@@ -37,8 +35,8 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics)
   let stopped = false;
   const open = async (): Promise<MetricsListener | undefined> => {
     try {
-      // Loaded here, not at the top: node:http alone adds ~17 MB to a process, and a primary whose
-      // App has no metrics (or whose port is off) should not carry it.
+      // Loaded here, not at the top: node:http adds noticeably to a process's memory, and a
+      // primary whose App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
       const listener = await openMetricsListener({
         port, host: metricsHost, read,

@@ -1,12 +1,10 @@
-import type { IpcHandler, IpcRequestType } from "../cluster/ipc.js";
+import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import type { MetricData } from "./request-histogram.js";
-import type { SupervisedWorker } from "../../supervisor/worker-handle.js";
 
-/** What the aggregator needs from the supervisor (a `Supervisor` has both). */
-export interface MetricsHost {
-  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): unknown;
+/** What the aggregator needs from the primary. */
+export interface MetricsHost extends Pick<FeatureHost, "handle"> {
   onWorker(listener: (worker: SupervisedWorker) => void): () => void;
 }
 
@@ -116,7 +114,7 @@ function gauge(name: string, help: string, bySlot: ReadonlyMap<number, number>):
   return { name, help, type: "gauge", aggregator: "sum", values };
 }
 
-/** Installs cluster-wide metrics on a supervisor; the supervisor calls this once. */
+/** Installs cluster-wide metrics on the primary; the primary calls this once. */
 export function installClusterMetrics(host: MetricsHost): ClusterMetrics {
   return new ClusterMetrics().install(host);
 }

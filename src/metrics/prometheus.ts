@@ -1,4 +1,5 @@
 import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
 import { removeResponseHeaders } from "../http/headers.js";
@@ -68,13 +69,13 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const prefix = options.prefix ?? "";
   const path = options.path ?? "/metrics";
   const registry = options.registry ?? new Registry();
-  const timeoutMs = options.clusterTimeoutMs ?? 2000;
-  if (!(timeoutMs > 0)) throw new Error(`clusterTimeoutMs must be a positive number of milliseconds, got ${timeoutMs}`);
-  const port = options.port;
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) {
-    throw new Error(`port must be an integer from 0 to 65535, got ${String(port)}`);
+  const timeoutMs = checkNumber(options.clusterTimeoutMs ?? 2000, "clusterTimeoutMs", MS_ABOVE_0);
+  const port = checkOptionalNumber(options.port, "port", PORT_RULE);
+  const buckets = options.buckets ?? HTTP_SERVER_DURATION_BUCKETS;
+  if (!buckets.every((bound, i) => Number.isFinite(bound) && (i === 0 || bound > buckets[i - 1]!))) {
+    throw new Error(`buckets must be finite numbers in increasing order, got [${buckets.join(",")}]`);
   }
-  const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, options.buckets ?? HTTP_SERVER_DURATION_BUCKETS);
+  const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
   if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });

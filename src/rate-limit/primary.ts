@@ -1,11 +1,9 @@
-import type { IpcHandler, IpcRequestType } from "../cluster/ipc.js";
+import type { FeatureHost } from "../cluster/feature-host.js";
 import { rateLimitTake } from "./ipc.js";
 import { MemoryRateLimitStore, type RateLimitTake } from "./window.js";
 
-/** What the rate-limit broker needs from the supervisor. */
-export interface RateLimitHost {
-  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): unknown;
-}
+/** What the rate-limit broker needs from the primary. */
+export type RateLimitHost = Pick<FeatureHost, "handle">;
 
 const MAX_WANT = 10_000;
 

@@ -43,6 +43,13 @@ export interface RateLimitOptions {
    */
   trustedProxies?: number;
   /**
+   * The prefix length an IPv6 client is counted by (default 56, as express-rate-limit v8): every
+   * address of one /56 shares a budget, since whoever holds one address of a network usually holds
+   * them all. 32 to 128; `false` (or 128) keys by the full address. An IPv4-mapped IPv6 address
+   * (`::ffff:192.0.2.1`) counts as its IPv4 address. Applies to the default key only.
+   */
+  ipv6Subnet?: number | false;
+  /**
    * Default: the supervisor's primary under `keelson start` (or `startSupervisor()`), else this
    * process's memory (also in workers of another node:cluster primary, such as PM2's cluster mode).
    */
@@ -69,9 +76,9 @@ export interface RateLimitOptions {
  * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000 })).route(get("/books", list));
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const { name, algorithm, batch, trustedProxies } = validateRateLimitOptions(options);
+  const { name, algorithm, batch, trustedProxies, ipv6Subnet } = validateRateLimitOptions(options);
   const { limit, windowMs } = options;
-  const keyOf = options.key ?? ((event: H3Event) => clientAddress(event, trustedProxies));
+  const keyOf = options.key ?? ((event: H3Event) => clientAddress(event, trustedProxies, ipv6Subnet));
   const reject = options.onStoreError === "reject";
   const policy = `"${name}";q=${limit};w=${Math.ceil(windowMs / 1000)}`;
   let leases: Leases | undefined;

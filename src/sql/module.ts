@@ -1,6 +1,7 @@
 import type { Module } from "../group.js";
 import type { HealthChecker } from "../integrations.js";
 import type { SQLDatabase } from "./database.js";
+import { MS_ABOVE_0, checkNumber } from "../checks.js";
 
 /** Options of `defineSQLHealthChecker()`. */
 export interface SQLHealthCheckerOptions {
@@ -18,7 +19,7 @@ export interface SQLHealthCheckerOptions {
  * app.registerHealthChecker(defineSQLHealthChecker(db, { timeoutMs: 500 }));
  */
 export function defineSQLHealthChecker(db: SQLDatabase, options: SQLHealthCheckerOptions = {}): HealthChecker {
-  const timeoutMs = options.timeoutMs ?? 1000;
+  const timeoutMs = checkNumber(options.timeoutMs ?? 1000, "timeoutMs", MS_ABOVE_0);
   return {
     name: options.name ?? "database",
     async check(signal) {

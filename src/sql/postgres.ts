@@ -1,5 +1,6 @@
 import type { Sql, TransactionSql } from "postgres";
 import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
+import { MAX_TIMER_MS, checkOptionalNumber } from "../checks.js";
 
 /** Options of `openPostgres()`. */
 export interface PostgresOptions {
@@ -58,6 +59,8 @@ async function run<R extends SQLRow>(sql: Driver | TransactionSql<Record<string,
  * app.use(defineDatabaseModule(db));
  */
 export function openPostgres(options: PostgresOptions): SQLDatabase {
+  checkOptionalNumber(options.max, "max", { integer: true, min: 1 });
+  checkOptionalNumber(options.connectTimeoutSeconds, "connectTimeoutSeconds", { above: 0, max: MAX_TIMER_MS / 1000 });
   const driver = loadDriver(options);
   // Reported by the first query; not an unhandled rejection meanwhile.
   driver.catch(() => {});

@@ -1,0 +1,91 @@
+/**
+ * The checks every numeric and enumerated option goes through when an App, a Supervisor or an
+ * integration is made: one wording for all of them (`<name> must be <rule>, got <value>`), so a
+ * `Number(undefined)` (NaN), an `Infinity` or a typo is refused where it was written, with its
+ * name, instead of meaning "no limit" or "no budget" later.
+ */
+
+/** The longest delay `setTimeout` honours: a longer one overflows and fires after 1 ms. */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** What a numeric option accepts. */
+export interface NumberRule {
+  /** Whole numbers only. */
+  integer?: boolean;
+  /** Smallest accepted value (inclusive). */
+  min?: number;
+  /** Values must be strictly above this. */
+  above?: number;
+  /** Largest accepted value (inclusive). */
+  max?: number;
+}
+
+/** A TCP port; 0 asks the system for a free one. */
+export const PORT_RULE: NumberRule = { integer: true, min: 0, max: 65_535 };
+
+/** The same rule for a time in milliseconds: finite, at most MAX_TIMER_MS. */
+export const MS_ABOVE_0: NumberRule = { above: 0, max: MAX_TIMER_MS };
+export const MS_FROM_0: NumberRule = { min: 0, max: MAX_TIMER_MS };
+
+function describeRule(rule: NumberRule): string {
+  const kind = rule.integer ? "an integer" : "a number";
+  if (rule.above === undefined && rule.min !== undefined && rule.max !== undefined) return `${kind} from ${rule.min} to ${rule.max}`;
+  const bounds: string[] = [];
+  if (rule.above !== undefined) bounds.push(`above ${rule.above}`);
+  if (rule.min !== undefined) bounds.push(`>= ${rule.min}`);
+  if (rule.max !== undefined) bounds.push(`at most ${rule.max}`);
+  return bounds.length === 0 ? kind : `${kind} ${bounds.join(" and ")}`;
+}
+
+/** `"abc"` for strings (so an empty or padded value shows), else String(value). */
+export function show(value: unknown): string {
+  return typeof value === "string" ? JSON.stringify(value) : String(value);
+}
+
+function fits(value: number, rule: NumberRule): boolean {
+  if (!Number.isFinite(value)) return false;
+  if (rule.integer && !Number.isInteger(value)) return false;
+  if (rule.min !== undefined && value < rule.min) return false;
+  if (rule.above !== undefined && value <= rule.above) return false;
+  return rule.max === undefined || value <= rule.max;
+}
+
+/** `value` if it is a number that fits `rule`; else throws `<name> must be …, got <value>`. */
+export function checkNumber(value: unknown, name: string, rule: NumberRule): number {
+  if (typeof value !== "number" || !fits(value, rule)) throw new Error(`${name} must be ${describeRule(rule)}, got ${show(value)}`);
+  return value;
+}
+
+/** checkNumber, with `undefined` (the option left out) passed through. */
+export function checkOptionalNumber(value: unknown, name: string, rule: NumberRule): number | undefined {
+  return value === undefined ? undefined : checkNumber(value, name, rule);
+}
+
+/** `value` if it is one of `allowed`; else throws `<name> must be "a", "b" or "c", got <value>`. */
+export function checkOneOf<T extends string>(value: unknown, name: string, allowed: readonly T[]): T {
+  if (typeof value === "string" && (allowed as readonly string[]).includes(value)) return value as T;
+  const list = allowed.map((item) => JSON.stringify(item));
+  const spelled = list.length > 1 ? `${list.slice(0, -1).join(", ")} or ${list.at(-1)}` : list.join("");
+  throw new Error(`${name} must be ${spelled}, got ${show(value)}`);
+}
+
+/**
+ * A number from the environment variable `name`: undefined when it is unset or blank, else the
+ * number, checked against `rule`; anything else throws with the variable's name and its text
+ * (`KEELSON_SHUTDOWN_TIMEOUT_MS must be an integer >= 0, got "ten"`), never a silent NaN. Only
+ * plain decimal notation is read (`Number()` alone would also take "0x10" and "1e3").
+ *
+ * @example
+ * const app = new App({ shutdownTimeout: envNumber("SHUTDOWN_TIMEOUT_MS", { integer: true, above: 0 }) ?? 10_000 });
+ */
+export function envNumber(name: string, rule: NumberRule = {}, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === "" ? undefined : parseNumber(raw, name, rule);
+}
+
+/** A number written as text (a variable, a command-line flag) in plain decimal notation that fits `rule`; else throws naming `name` and quoting `raw`. */
+export function parseNumber(raw: string, name: string, rule: NumberRule): number {
+  const value = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!fits(value, rule)) throw new Error(`${name} must be ${describeRule(rule)}, got ${show(raw)}`);
+  return value;
+}

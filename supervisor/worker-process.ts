@@ -1,0 +1,61 @@
+import cluster, { type ClusterSettings, type Worker } from "node:cluster";
+import type { Readable } from "node:stream";
+import type { Endpoint } from "../src/cluster/ipc.js";
+
+/**
+ * One forked worker process as the primary uses it: IPC (the Endpoint), its output pipes, its
+ * exit and its signals. In production a node:cluster Worker (`clusterWorker`); in unit tests an
+ * object that behaves as one, so the primary's decisions run without forking.
+ */
+export interface WorkerProcess extends Endpoint {
+  /** Undefined only if the fork failed to spawn (its exit follows). */
+  readonly pid: number | undefined;
+  /** The worker's stdout and stderr, relayed by the primary; null when not piped. */
+  readonly stdout: Readable | null;
+  readonly stderr: Readable | null;
+  readonly connected: boolean;
+  /** Once, when the IPC channel closes. */
+  onceDisconnect(listener: () => void): void;
+  /** Once, when the process has exited. */
+  onceExit(listener: (code: number | null, signal: NodeJS.Signals | null) => void): void;
+  onError(listener: (error: Error) => void): void;
+  /** Sends a signal; throws when the process is gone. */
+  kill(signal: NodeJS.Signals): void;
+}
+
+/** Forks one worker with these environment variables (on top of the primary's). */
+export type ForkWorker = (env: Record<string, string>) => WorkerProcess;
+
+/**
+ * Prepares this start's forks (what `cluster.setupPrimary` takes) and returns the fork; called
+ * once per start, before the first worker.
+ */
+export type ForkSetup = (settings: ClusterSettings) => ForkWorker;
+
+/** node:cluster: `setupPrimary(settings)`, then every fork is a `cluster.fork(env)`. */
+export const clusterFork: ForkSetup = (settings) => {
+  cluster.setupPrimary(settings);
+  return (env) => clusterWorker(cluster.fork(env));
+};
+
+/** A node:cluster Worker as a WorkerProcess; a failed send is dropped instead of becoming an 'error' event. */
+export function clusterWorker(worker: Worker): WorkerProcess {
+  const child = worker.process;
+  return {
+    pid: child.pid,
+    stdout: child.stdout,
+    stderr: child.stderr,
+    get connected() {
+      return child.connected;
+    },
+    send: (message) => child.send(message, undefined, undefined, () => {}),
+    on: (event, listener) => child.on(event, listener),
+    off: (event, listener) => child.off(event, listener),
+    onceDisconnect: (listener) => child.once("disconnect", listener),
+    onceExit: (listener) => worker.once("exit", listener),
+    onError: (listener) => worker.on("error", listener),
+    // worker.process.kill, not worker.kill: the latter disconnects IPC first, and a worker whose
+    // channel drops believes its primary is gone.
+    kill: (signal) => child.kill(signal),
+  };
+}
