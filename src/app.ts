@@ -19,7 +19,7 @@ import { createCors, type Cors } from "./http/cors.js";
 import { joinPath } from "./http/path.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./http/error-response.js";
 import { compileRoute } from "./http/handler.js";
-import { JSON_HEADERS, readRequestHeader, setResponseHeader } from "./http/headers.js";
+import { JSON_HEADERS, addNodeResponseHeader, readRequestHeader, setResponseHeader } from "./http/headers.js";
 import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId, resolveRequestIdHeader } from "./http/request-id.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
 import { LoadShedder } from "./lifecycle/load-shed.js";
@@ -393,7 +393,9 @@ export class App implements Router {
     // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
     const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
     event.context.keelson = new RequestState(event, start, span, requestId);
-    setResponseHeader(event, requestIdHeader, requestId);
+    // On Node the id is added once the response is made (#finish): setting it on the ServerResponse
+    // now would put every response on Node's slow header path.
+    if (event.runtime?.node?.res === undefined) setResponseHeader(event, requestIdHeader, requestId);
     if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);
     this.#inflight++;
     this.#requests++;
@@ -422,8 +424,10 @@ export class App implements Router {
       this.#metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.
       if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
-      // Answered before onRequest: the id of its log line goes out with it too.
-      if (state === undefined && !response.headers.has(this.config.requestIdHeader)) response.headers.set(this.config.requestIdHeader, requestId);
+      const nodeRes = request.runtime?.node?.res;
+      if (nodeRes !== undefined) addNodeResponseHeader(response, nodeRes, this.config.requestIdHeader, requestId);
+      // In-process, onRequest put the id on the event; a request answered before onRequest gets it here.
+      else if (state === undefined && !response.headers.has(this.config.requestIdHeader)) response.headers.set(this.config.requestIdHeader, requestId);
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);

@@ -66,6 +66,7 @@ async function serve(mode: Mode, format: LogFormat, config: KConfig = {}): Promi
   const logs = captureLogs(format);
   const app = new App({ port: 0, logger: logs.logger, ...config });
   app.route(get("/id", (ctx) => ({ requestId: ctx.requestId })));
+  app.route(get("/raw", () => new Response("plain text", { headers: { "content-type": "text/plain" } })));
   app.route(get("/fail", () => {
     throw new Error("database down");
   }));
@@ -128,6 +129,19 @@ for (const mode of MODES) {
       const { fetch } = await serve(mode, "text", { trustRequestId: false });
       const res = await fetch("/id", { headers: { "x-request-id": "client-chosen" } });
       expect(res.headers.get("x-request-id")).toMatch(GENERATED);
+    });
+
+    it("echoes it on a web Response a handler returns, on HEAD, and on a request h3 refused before routing", async () => {
+      const { fetch, logs } = await serve(mode, "json");
+      const raw = await fetch("/raw", { headers: { "x-request-id": "raw-1" } });
+      expect([raw.headers.get("x-request-id"), await raw.text()]).toEqual(["raw-1", "plain text"]);
+      const head = await fetch("/id", { method: "HEAD", headers: { "x-request-id": "head-1" } });
+      expect([head.status, head.headers.get("x-request-id")]).toEqual([200, "head-1"]);
+      const malformed = await fetch("/files/%E0%A4%A");
+      expect(malformed.status).toBe(400);
+      const id = malformed.headers.get("x-request-id");
+      expect(id).toMatch(GENERATED);
+      expect(logs.entries().map((e) => e.request_id)).toEqual(["raw-1", "head-1", id]);
     });
 
     it("puts the id on 404s and 405s too", async () => {
