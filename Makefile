@@ -16,7 +16,7 @@ else
 PINNED_NODE :=
 endif
 
-.PHONY: token install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios docker docker-engine clean
+.PHONY: token install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios fleet docker docker-engine clean
 
 $(STAMP): package.json package-lock.json | $(PINNED_NODE)
 	npm ci --no-audit --no-fund
@@ -49,9 +49,13 @@ test: test-prerequisites lint typecheck build
 # System packages the suites run, checked before anything else: installed with apt-get when missing
 # (as root or with sudo), or make stops at once with the command to run. One line per package.
 # PostgreSQL: the keelson/sql suites start their own throwaway server from its binaries.
+# Prometheus: promtool checks the cluster's /metrics exposition (the server itself is not started).
 test-prerequisites:
 	@scripts/ensure-apt.sh /usr/bin/chromium chromium
 	@scripts/ensure-apt.sh '/usr/lib/postgresql/*/bin/initdb' postgresql
+	@scripts/ensure-apt.sh /usr/bin/promtool prometheus
+	@scripts/ensure-apt.sh /usr/bin/redis-server redis-server
+	@scripts/ensure-apt.sh /usr/sbin/haproxy haproxy
 
 # The tests against the newest h3 2.x, what a fresh install of keelson gets (scripts/check-h3-latest.sh; CI runs it).
 check-h3-latest: $(STAMP)
@@ -83,6 +87,12 @@ bench: build-bench
 # a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.
 scenarios: build-bench
 	ONLY=$(ONLY) LOAD_SECONDS=$(LOAD_SECONDS) npx vitest run --project scenarios
+
+# The fleet: 3 pods × 2 workers behind HAProxy, PostgreSQL, Redis and Prometheus on this machine, under load:
+# rate limits across pods, 3 rolling-deploy steps, a pod SIGKILLed, jobs and metrics checked; one VERDICT line.
+# ROUNDS=N deploy steps, RATE=R requests per second. `make test` runs a short form (test/fleet.test.ts).
+fleet: test-prerequisites $(STAMP)
+	ROUNDS=$(ROUNDS) RATE=$(RATE) node --import tsx load-tests/fleet.ts
 
 # Instructions per request under valgrind (callgrind): a noise-free complement to `make bench`
 # on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).

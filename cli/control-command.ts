@@ -83,7 +83,7 @@ function printReload(report: ReloadReport, consola: ConsolaInstance): void {
   else consola.fail(`reload stopped: ${report.error ?? "unknown reason"}; ${replaced}`);
 }
 
-const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "elu", "delay p99", "in flight", "req/s"] as const;
+const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "fds", "elu", "delay p99", "in flight", "req/s"] as const;
 
 function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
@@ -92,13 +92,13 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),
-    primary.elu.toFixed(2), "", "", "",
+    formatFds(primary), primary.elu.toFixed(2), "", "", "",
   ]];
   for (const worker of status.workers) {
     const stats = worker.stats;
     rows.push([
       String(worker.id), String(worker.pid), String(worker.generation), worker.state, formatDuration(worker.uptimeMs), String(worker.restarts),
-      stats ? formatBytes(stats.rss) : "-", stats ? formatBytes(stats.heapUsed) : "-", stats ? stats.elu.toFixed(2) : "-",
+      stats ? formatBytes(stats.rss) : "-", stats ? formatBytes(stats.heapUsed) : "-", stats ? formatFds(stats) : "-", stats ? stats.elu.toFixed(2) : "-",
       stats ? `${stats.delayP99Ms.toFixed(1)}ms` : "-", stats ? String(stats.inflight) : "-", stats ? stats.requestsPerSecond.toFixed(1) : "-",
     ]);
   }
@@ -106,6 +106,12 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const widths = COLUMNS.map((_, column) => Math.max(...table.map((row) => (row[column] ?? "").length)));
   // The table itself goes out bare (no reporter prefix), so it stays aligned when piped to grep or awk.
   process.stdout.write(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd()).join("\n")}\n`);
+}
+
+/** `180/256` (in use / soft limit), `180` when unlimited, `-` where unknown. */
+function formatFds(usage: { fds?: number; fdLimit?: number }): string {
+  if (usage.fds === undefined) return "-";
+  return usage.fdLimit === undefined ? String(usage.fds) : `${usage.fds}/${usage.fdLimit}`;
 }
 
 function formatBytes(bytes: number): string {

@@ -17,7 +17,7 @@ export {
   type SpanAttributeValue, type Tracer, type Translator,
 } from "./integrations.js";
 export type { ShutdownReport } from "./lifecycle/lifecycle.js";
-export { defineJob, type Job, type JobContext, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
+export { defineJob, type Job, type JobContext, type JobLeases, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
   type LogFormat, type LogLevel, type LogWriter, type RequestLogEntry, type RouteLogLevel,

@@ -12,7 +12,10 @@ const NEWLINE = 0x0a;
  * so two workers' long lines could interleave inside one line. Here each worker has its own pipe
  * and the primary is the only writer of the real one; the bytes are passed on unchanged (no
  * decoding, no per-line work: one search for the chunk's last newline), behind the primary's own
- * buffered lines on the same target. Resolves when the worker's end is closed.
+ * buffered lines on the same target. When the target's reader does not keep up (its sink is
+ * congested), the relay stops reading the worker's pipe until the sink has drained: the worker's
+ * own log buffer then takes the wait (and counts its drops), and the primary holds at most one
+ * chunk per worker. Resolves when the worker's end is closed.
  */
 export function relayOutput(stream: Readable, fd: number): Promise<void> {
   const sink = sinkFor(fd);
@@ -26,7 +29,7 @@ export function relayOutput(stream: Readable, fd: number): Promise<void> {
     partial = [];
     partialLength = 0;
   };
-  stream.on("data", (chunk: Buffer) => {
+  const relay = (chunk: Buffer) => {
     const end = chunk.lastIndexOf(NEWLINE);
     if (end === -1) {
       partial.push(chunk);
@@ -43,6 +46,14 @@ export function relayOutput(stream: Readable, fd: number): Promise<void> {
     if (end < chunk.length - 1) {
       partial.push(chunk.subarray(end + 1));
       partialLength = chunk.length - end - 1;
+    }
+  };
+  const resume = () => stream.resume();
+  stream.on("data", (chunk: Buffer) => {
+    relay(chunk);
+    if (sink.congested && !stream.isPaused()) {
+      stream.pause();
+      sink.onceDrained(resume);
     }
   });
   // A read error ends the relay like an EOF ('close' follows); it must not crash the primary.

@@ -104,7 +104,8 @@ export class Supervisor {
       },
       failedToStart: (handle) => this.#failedToStart(handle),
     }, fork, this.#clock);
-    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live, this.#clock);
+    this.#watchdog = new Watchdog(this.options.watchdogTimeout, () => this.#pool.live, this.#clock, this.logger,
+      (handle, why) => this.#restartStuck(handle, why));
     this.#board = new StatusBoard(this.#pool, this.options, {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
@@ -134,6 +135,7 @@ export class Supervisor {
       onWorker: (listener) => this.#pool.onWorker(listener),
       onStop: (listener) => void this.#onStop.push(listener),
       fail: (reason) => this.fail(reason),
+      excuseCrashes: (judge) => this.#pool.excuseCrashes(judge),
     };
   }
 
@@ -253,6 +255,19 @@ export class Supervisor {
     }
     this.logger.warn("%s: %s: replacing it", handle.name, why);
     void this.#replace([slot], "memory-limit restart");
+  }
+
+  /**
+   * A worker node:cluster passes no more connections to (see watchdog.ts): drained and restarted,
+   * not counted as a crash. Not replaced first like a reload does: when it happens the primary is
+   * usually out of descriptors itself (connections queued for the stuck workers), and a fork
+   * needs some; the stuck worker's exit is what lets node:cluster release them.
+   */
+  #restartStuck(handle: WorkerHandle, why: string): void {
+    if (this.#stopping || handle.state !== "ready") return;
+    this.logger.warn("%s: %s: restarting it", handle.name, why);
+    handle.restartAsked = why;
+    void this.#retire(handle, why);
   }
 
   /**

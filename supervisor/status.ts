@@ -1,5 +1,6 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
 import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
+import { fdUsage, memoryUsage } from "../src/cluster/process-usage.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
 import type { WorkerPool } from "./worker-pool.js";
@@ -22,7 +23,12 @@ export interface WorkerStatus {
 
 /** What `keelson status` shows: the primary, the crash-loop breaker, every live worker. */
 export interface StatusReport {
-  primary: { pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean };
+  primary: {
+    pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean;
+    /** Open file descriptors and their soft limit (absent: unlimited); absent where unknown (not Linux). */
+    fds?: number;
+    fdLimit?: number;
+  };
   breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
   workers: WorkerStatus[];
 }
@@ -66,7 +72,9 @@ export class StatusBoard {
 
   read(): StatusReport {
     const now = performance.now();
-    const memory = process.memoryUsage();
+    // Neither throws at EMFILE: `keelson status` is what one runs when descriptors are short.
+    const memory = memoryUsage();
+    const fds = fdUsage();
     // The primary's utilisation since the previous read (or its start): a `--watch` refresh period.
     const elu = performance.eventLoopUtilization(this.#lastElu).utilization;
     this.#lastElu = performance.eventLoopUtilization();
@@ -76,6 +84,7 @@ export class StatusBoard {
       primary: {
         pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
+        ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
       },
       breaker: {
         state: this.#host.crashLoop() ? "tripped" : "closed", crashes: this.#pool.crashesNow(),

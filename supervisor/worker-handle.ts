@@ -2,6 +2,7 @@ import { Channel, type WorkerMessages } from "../src/cluster/ipc.js";
 import type { FeatureWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
 import type { Logger } from "../src/logging/logger.js";
 import type { Clock } from "./clock.js";
+import { NO_HANDOFFS, type HandoffGuard } from "./handoff-guard.js";
 import { relayOutput } from "./output-relay.js";
 import type { WorkerProcess } from "./worker-process.js";
 
@@ -27,6 +28,8 @@ export class WorkerHandle implements FeatureWorker {
   info: WorkerMessages["ready"] | undefined;
   /** Set when the supervisor killed it (watchdog, ready timeout, kill timer): the reason. */
   killedBy: string | undefined;
+  /** Set when the supervisor asked it to stop so that its slot restarts (not a crash): the reason. */
+  restartAsked: string | undefined;
   /** What the worker reported before dying: its App could not start, or an uncaught error. */
   failure: string | undefined;
   exit: WorkerExit | undefined;
@@ -34,6 +37,8 @@ export class WorkerHandle implements FeatureWorker {
   readonly ready: Promise<void>;
   /** Resolves once it has exited and its output has been written out (so log lines about its exit come after its own). */
   readonly exited: Promise<WorkerExit>;
+  /** The connections node:cluster handed to it and it has not acknowledged yet. */
+  readonly handoffs: HandoffGuard;
   readonly #process: WorkerProcess;
   readonly #logger: Logger;
   readonly #clock: Clock;
@@ -48,6 +53,7 @@ export class WorkerHandle implements FeatureWorker {
     this.forkedAt = clock.now();
     this.pid = child.pid ?? 0;
     this.channel = new Channel(child);
+    this.handoffs = child.handoffs ?? NO_HANDOFFS;
     // Its last words: output, and IPC (a `failed` report can be read after the exit event).
     const output = Promise.all([
       child.stdout && relayOutput(child.stdout, 1),
@@ -83,7 +89,11 @@ export class WorkerHandle implements FeatureWorker {
     this.channel.on("heartbeat", () => (this.lastBeat = this.#clock.now()));
     this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
     this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
-    child.onError((error) => this.#logger.warn("%s: IPC error: %s", this.name, error.message));
+    child.onError((error) => {
+      this.#logger.warn("%s: IPC error: %s", this.name, error.message);
+      // The fork itself failed (EMFILE, EAGAIN: out of descriptors or processes): its exit says so.
+      if (child.pid === undefined) this.failure ??= `could not start: ${error.message}`;
+    });
     this.#logger.info("%s starting", this.name);
   }
 

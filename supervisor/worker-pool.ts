@@ -49,6 +49,7 @@ export class WorkerPool {
   readonly #handlers = new Map<IpcRequestType<unknown, unknown>, IpcHandler<unknown, unknown>>();
   readonly #messageListeners: Array<(handle: WorkerHandle) => void> = [];
   readonly #listeners = new Set<(worker: WorkerHandle) => void>();
+  readonly #excuses: Array<(worker: WorkerHandle) => string | undefined> = [];
   /** Set once stopping: nothing is forked or restarted any more. */
   closed = false;
 
@@ -83,6 +84,14 @@ export class WorkerPool {
     this.#listeners.add(listener);
     for (const handle of this.live) listener(handle);
     return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Adds a judge of worker deaths: a reason it returns (e.g. the worker died running a job)
+   * keeps that death out of the crash-loop breaker. The slot still restarts after its backoff.
+   */
+  excuseCrashes(judge: (worker: WorkerHandle) => string | undefined): void {
+    this.#excuses.push(judge);
   }
 
   /** Forks a worker for slot `id` without making it the slot's worker (reload promotes it once ready). */
@@ -148,6 +157,19 @@ export class WorkerPool {
       return;
     }
     if (handle.readyAt === undefined && this.#events.failedToStart(handle)) return;
+    if (handle.restartAsked !== undefined) {
+      logger.info("%s exited %s; restarting its slot (%s)", handle.name, handle.describeEnd(), handle.restartAsked);
+      slot.restarts++;
+      this.start(slot);
+      return;
+    }
+    const excuse = this.#excuse(handle);
+    if (excuse !== undefined) {
+      const delay = slot.backoff.delay(handle.uptime);
+      logger.warn("%s died %s; restarting in %dms (not counted by the crash-loop breaker: %s)", handle.name, handle.describeEnd(), delay, excuse);
+      this.#restartLater(slot, delay);
+      return;
+    }
     if (this.#breaker.record(this.clock.now())) {
       const why = `crash loop: ${this.#breaker.count} worker crashes within ${crashLoop.window}ms (limit ${crashLoop.maxCrashes}), the last: ${handle.name} exited ${handle.describeEnd()}; giving up`;
       logger.logError("%s", why);
@@ -157,11 +179,23 @@ export class WorkerPool {
     const delay = slot.backoff.delay(handle.uptime);
     logger.warn("%s died unexpectedly %s; restarting in %dms (crash %d within %dms; giving up at %d)",
       handle.name, handle.describeEnd(), delay, this.#breaker.count, crashLoop.window, crashLoop.maxCrashes);
+    this.#restartLater(slot, delay);
+  }
+
+  #restartLater(slot: Slot, delay: number): void {
     slot.restartTimer = this.clock.after(delay, () => {
       slot.restartTimer = undefined;
       if (slot.current !== undefined) return;
       slot.restarts++;
       this.start(slot);
     });
+  }
+
+  #excuse(handle: WorkerHandle): string | undefined {
+    for (const judge of this.#excuses) {
+      const excuse = judge(handle);
+      if (excuse !== undefined) return excuse;
+    }
+    return undefined;
   }
 }

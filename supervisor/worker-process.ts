@@ -1,6 +1,7 @@
 import cluster, { type ClusterSettings, type Worker } from "node:cluster";
 import type { Readable } from "node:stream";
 import type { Endpoint } from "../src/cluster/ipc.js";
+import { guardHandoffs, type HandoffGuard } from "./handoff-guard.js";
 
 /**
  * One forked worker process as the primary uses it: IPC (the Endpoint), its output pipes, its
@@ -8,7 +9,7 @@ import type { Endpoint } from "../src/cluster/ipc.js";
  * object that behaves as one, so the primary's decisions run without forking.
  */
 export interface WorkerProcess extends Endpoint {
-  /** Undefined only if the fork failed to spawn (its exit follows). */
+  /** Undefined only if the fork failed to spawn (its exit follows: see clusterWorker). */
   readonly pid: number | undefined;
   /** The worker's stdout and stderr, relayed by the primary; null when not piped. */
   readonly stdout: Readable | null;
@@ -21,6 +22,8 @@ export interface WorkerProcess extends Endpoint {
   onError(listener: (error: Error) => void): void;
   /** Sends a signal; throws when the process is gone. */
   kill(signal: NodeJS.Signals): void;
+  /** The connections node:cluster passed it (see handoff-guard.ts); absent for a worker that gets none. */
+  readonly handoffs?: HandoffGuard;
 }
 
 /** Forks one worker with these environment variables (on top of the primary's). */
@@ -41,7 +44,17 @@ export const clusterFork: ForkSetup = (settings) => {
 /** A node:cluster Worker as a WorkerProcess; a failed send is dropped instead of becoming an 'error' event. */
 export function clusterWorker(worker: Worker): WorkerProcess {
   const child = worker.process;
+  // A fork that fails to spawn at EMFILE or ENFILE gets an 'error' and never an 'exit' from
+  // child_process: the exit is given here, after the error's own listeners ran, so the slot ends
+  // like a worker that exited before it was ready instead of waiting for ever.
+  worker.on("error", () => {
+    if (child.pid === undefined && child.exitCode === null && child.signalCode === null) {
+      process.nextTick(() => worker.emit("exit", null, null));
+    }
+  });
+  const handoffs = guardHandoffs(worker);
   return {
+    handoffs,
     pid: child.pid,
     stdout: child.stdout,
     stderr: child.stderr,

@@ -150,6 +150,20 @@ describe("docker/k8s", () => {
     expect(budget - delay).toBeGreaterThanOrEqual(DEFAULT_SHUTDOWN_TIMEOUT);
   });
 
+  it("readiness fails within the shutdown delay, so a balancer that follows only readiness stops sending first", async () => {
+    const delay = envNumber("KEELSON_SHUTDOWN_DELAY_MS", 0);
+    expect(failureWindow(container.readinessProbe) * 1000).toBeLessThan(delay);
+    // The fleet scenario (make fleet, test/fleet.test.ts) runs with these very settings.
+    const { FLEET_SETTINGS } = await import("../load-tests/fleet/run.js");
+    expect(FLEET_SETTINGS).toMatchObject({
+      shutdownDelayMs: delay,
+      shutdownTimeoutMs: envNumber("KEELSON_SHUTDOWN_TIMEOUT_MS", DEFAULT_SHUTDOWN_TIMEOUT),
+      readinessPeriodSeconds: container.readinessProbe?.periodSeconds,
+      readinessFailureThreshold: container.readinessProbe?.failureThreshold,
+      readinessTimeoutSeconds: container.readinessProbe?.timeoutSeconds,
+    });
+  });
+
   it("runs as non-root with limits, and WORKERS follows the CPU limit", () => {
     const uid = container.securityContext?.runAsUser ?? pod.securityContext?.runAsUser;
     expect(container.securityContext?.runAsNonRoot ?? pod.securityContext?.runAsNonRoot).toBe(true);

@@ -5,11 +5,13 @@ import { describe, expect, it } from "vitest";
 import * as keelson from "../src/index.js";
 import * as auth from "../src/auth/index.js";
 import * as metrics from "../src/metrics/index.js";
+import * as redis from "../src/redis/index.js";
 import * as sql from "../src/sql/index.js";
 import * as tracing from "../src/tracing/index.js";
 import * as supervisor from "../supervisor/index.js";
 
-const entryPaths = ["../src/index.ts", "../src/auth/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../supervisor/index.ts"];
+const entryPaths = ["../src/index.ts", "../src/auth/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../src/redis/index.ts",
+  "../supervisor/index.ts"];
 let program: ts.Program | undefined;
 
 /** The names an entry point exports only as types (not at runtime), as the compiler sees them. */
@@ -110,6 +112,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "HealthReport",
         "Job",
         "JobContext",
+        "JobLeases",
         "JobOptions",
         "JobRunOn",
         "JobStore",
@@ -171,6 +174,7 @@ describe.each([
   ["keelson/metrics", "../src/metrics/index.ts", metrics],
   ["keelson/tracing", "../src/tracing/index.ts", tracing],
   ["keelson/sql", "../src/sql/index.ts", sql],
+  ["keelson/redis", "../src/redis/index.ts", redis],
   ["keelson/supervisor", "../supervisor/index.ts", supervisor],
 ] as const)("the %s entry point", (_name, path, runtimeModule) => {
   it("exports exactly these runtime and type-only names", () => {
@@ -183,7 +187,8 @@ describe("docs/reference.md", () => {
     const readme = readFileSync(fileURLToPath(new URL("../docs/reference.md", import.meta.url)), "utf8");
     const entries = [
       ["../src/index.ts", keelson], ["../src/auth/index.ts", auth], ["../src/metrics/index.ts", metrics],
-      ["../src/tracing/index.ts", tracing], ["../src/sql/index.ts", sql], ["../supervisor/index.ts", supervisor],
+      ["../src/tracing/index.ts", tracing], ["../src/sql/index.ts", sql], ["../src/redis/index.ts", redis],
+      ["../supervisor/index.ts", supervisor],
     ] as const;
     const names = entries.flatMap(([path, runtimeModule]) => [...Object.keys(runtimeModule), ...typeOnlyExports(path, runtimeModule)]);
     expect(names.filter((name) => !readme.includes(`\`${name}\``))).toEqual([]);

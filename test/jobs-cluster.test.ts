@@ -5,8 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
+import { delay, freePort, killAllChildren, spawnChild, type Child } from "./helpers/child.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { startTcpProxy } from "./helpers/tcp-proxy.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -115,4 +116,77 @@ describe("jobs across supervisors, with PostgreSQL", () => {
     expect(skipped).toBeGreaterThanOrEqual(5);
     expectEachTickOnce(runTicks(file), 6);
   }, 180_000);
+});
+
+/** `JOB <what> <tick> pid <pid> at <ms>` lines: the wall-clock ms each process printed. */
+const printedAt = (line: string) => Number(/ at (\d+)$/.exec(line)?.[1]);
+
+describe("jobs across pods: a tick leased by a pod that is gone runs on another", () => {
+  let pg: TestPostgres;
+  beforeAll(async () => {
+    pg = await startPostgres();
+  }, 60_000);
+  afterAll(() => pg?.stop());
+
+  it("a pod SIGKILLed whole (primary and workers) mid-run: the other pod re-runs its tick within 30 s (default lease)", async () => {
+    const url = await pg.createDatabase();
+    const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
+    const file = join(dir, "runs.log");
+    const env = { JOBS_FILE: file, JOBS_DATABASE_URL: url, JOBS_HANG_FLAG: join(dir, "hung") };
+    const pods = await Promise.all([startJobs(2, env), startJobs(2, env)]);
+    const hanging = await Promise.any(pods.map((pod) => pod.waitFor(/JOB hanging \S+ pid \d+/, { timeoutMs: 60_000 })));
+    const [, tick] = /JOB hanging (\S+)/.exec(hanging) ?? [];
+    const victim = pods.find((pod) => pod.output().includes(hanging))!;
+    const survivor = pods.find((pod) => pod !== victim)!;
+    // Mid-run: its lease has been renewed at least once.
+    await delay(6000);
+    const killedAt = Date.now();
+    victim.kill("SIGKILL", { all: true });
+    await victim.exited;
+    const rerun = await survivor.waitFor(new RegExp(`JOB started ${tick} pid \\d+`), { timeoutMs: 60_000 });
+    expect(survivor.output()).toContain(`job tick: tick ${tick}: its lease ran out before its run finished: it runs here`);
+    const late = printedAt(rerun) - killedAt;
+    expect(late).toBeGreaterThan(0);
+    expect(late).toBeLessThan(30_000);
+    await waitForLines(survivor, /JOB started/, 3, survivor.output().indexOf(rerun) + rerun.length);
+    survivor.kill("SIGTERM");
+    expect(await survivor.exited).toMatchObject({ code: 0 });
+    const ticks = runTicks(file);
+    expect(ticks).toContain(Date.parse(tick ?? ""));
+    expectEachTickOnce(ticks, 10);
+  }, 240_000);
+
+  it("a pod cut off from the database stops its run before its lease runs out; the other pod runs the tick only after", async () => {
+    const url = await pg.createDatabase();
+    const port = Number(new URL(url).port);
+    const proxy = await startTcpProxy(port);
+    try {
+      const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
+      const file = join(dir, "runs.log");
+      const env = { JOBS_FILE: file, JOBS_LEASE_MS: "4000" };
+      const proxied = new URL(url);
+      proxied.port = String(proxy.port);
+      // Only pod A's run hangs (the first one it gets), and only pod A goes through the proxy.
+      const a = await startJobs(2, { ...env, JOBS_DATABASE_URL: proxied.href, JOBS_HANG_FLAG: join(dir, "hung") });
+      const b = await startJobs(2, { ...env, JOBS_DATABASE_URL: url });
+      const hanging = await a.waitFor(/JOB hanging \S+ pid \d+/, { timeoutMs: 60_000 });
+      const [, tick] = /JOB hanging (\S+)/.exec(hanging) ?? [];
+      await delay(1500);
+      const cutAt = Date.now();
+      proxy.cut();
+      const aborted = await a.waitFor(new RegExp(`JOB aborted ${tick} pid \\d+`), { timeoutMs: 30_000 });
+      await a.waitFor(new RegExp(`job tick: tick ${tick}: its lease could not be kept \\(no renewal succeeded for 3000ms\\): the run is aborted`), { timeoutMs: 10_000 });
+      const rerun = await b.waitFor(new RegExp(`JOB started ${tick} pid \\d+`), { timeoutMs: 30_000 });
+      // A stopped within three quarters of the lease of its cut; B started only after A stopped.
+      expect(printedAt(aborted) - cutAt).toBeLessThanOrEqual(3000 + 2000);
+      expect(printedAt(rerun)).toBeGreaterThan(printedAt(aborted));
+      await waitForLines(b, /JOB started/, 2, b.output().indexOf(rerun) + rerun.length);
+      a.kill("SIGTERM");
+      b.kill("SIGTERM");
+      await Promise.all([a.exited, b.exited]);
+      expect(runTicks(file).filter((at) => at === Date.parse(tick ?? ""))).toHaveLength(1);
+    } finally {
+      await proxy.close();
+    }
+  }, 240_000);
 });

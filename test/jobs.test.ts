@@ -3,9 +3,10 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { App, defineJob, type JobContext, type JobOptions } from "../src/index.js";
+import { App, defineJob, type JobContext, type JobOptions, type JobStore } from "../src/index.js";
 import { definePrometheus } from "../src/metrics/index.js";
 import { defineSQLJobStore, openSQLite } from "../src/sql/index.js";
+import { MemoryJobStore } from "./helpers/job-store.js";
 import { captureLogs } from "./helpers/logs.js";
 
 const apps: App[] = [];
@@ -42,7 +43,13 @@ describe("defineJob / app.schedule: misuse fails at once", () => {
     ["an invalid cron pattern", { name: "x", cron: "every day" }, /job x: invalid cron pattern/],
     ["an unknown time zone", { name: "x", cron: "0 3 * * *", timezone: "Mars/Olympus" }, /job x: invalid cron pattern or timezone/],
     ["an unknown runOn", { name: "x", every: 1000, runOn: "all" as "one" }, /runOn must be "one" or "each"/],
-    ["a store with runOn each", { name: "x", every: 1000, runOn: "each", store: { claim: async () => true } }, /needs runOn "one"/],
+    ["a store with runOn each", { name: "x", every: 1000, runOn: "each", store: new MemoryJobStore() }, /needs runOn "one"/],
+    ["a store without its methods", { name: "x", every: 1000, store: { claim: async () => true } as unknown as JobStore }, /store must have claim, renew, finish, unfinished methods \(a JobStore\); missing renew, finish, unfinished/],
+    ["a store with a short lease", { name: "x", every: 1000, store: new MemoryJobStore(10) }, /store.leaseMs must be a whole number of milliseconds, at least 1000; got 10/],
+    ["negative crashRetries", { name: "x", every: 1000, crashRetries: -1 }, /job x: crashRetries must be a whole number from 0 to 10; got -1/],
+    ["crashRetries not a whole number", { name: "x", every: 1000, crashRetries: 1.5 }, /crashRetries must be a whole number from 0 to 10; got 1.5/],
+    ["crashRetries NaN", { name: "x", every: 1000, crashRetries: Number.NaN }, /crashRetries must be a whole number from 0 to 10; got NaN/],
+    ["crashRetries over 10", { name: "x", every: 1000, crashRetries: 11 }, /crashRetries must be a whole number from 0 to 10; got 11/],
   ];
   for (const [what, options, message] of cases) {
     it(what, () => {

@@ -45,7 +45,8 @@ describe("startup failure of the example service", () => {
 
   it("exits 1 with a JSON line in production", async () => {
     const port = await takePort();
-    const { code, lines } = await failedStart({ PORT: String(port), NODE_ENV: "production" }, BOOKSTORE);
+    // Configured as production is (a token key set), so the only line is the failure's.
+    const { code, lines } = await failedStart({ PORT: String(port), NODE_ENV: "production", BOOKSTORE_JWT_SECRET: "a-production-key-of-at-least-32-bytes" }, BOOKSTORE);
     expect(code).toBe(1);
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: "error", message: `startup failed: port ${port} is already in use (EADDRINUSE)` });

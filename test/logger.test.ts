@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { formatDuration, formatMessage, jsonString } from "../src/logging/format.js";
-import { pendingSinkCount, writeAllSync, type FdWrite } from "../src/logging/sink.js";
+import { pendingSinkCount, writeAvailable, type FdWrite } from "../src/logging/sink.js";
 import {
   LogFormatJSON,
   LogFormatText,
@@ -402,10 +402,10 @@ function errno(code: string): Error {
   return Object.assign(new Error(code), { code });
 }
 
-describe("writeAllSync", () => {
-  it("retries partial writes, EAGAIN and EINTR until every byte is written", () => {
+describe("writeAvailable", () => {
+  it("retries partial writes and EINTR, and stops at EAGAIN without waiting", () => {
     const written: number[] = [];
-    const script: (number | string)[] = ["EAGAIN", 3, "EINTR", "EAGAIN", 2, 100];
+    const script: (number | string)[] = [3, "EINTR", 2, "EAGAIN", 100];
     const write: FdWrite = (_fd, buffer, offset, length) => {
       const step = script.shift() ?? length;
       if (typeof step === "string") throw errno(step);
@@ -413,13 +413,15 @@ describe("writeAllSync", () => {
       written.push(...buffer.subarray(offset, offset + n));
       return n;
     };
-    expect(writeAllSync(9, "héllo wörld\n", write)).toBe(true);
+    const bytes = Buffer.from("héllo wörld\n", "utf8");
+    expect(writeAvailable(9, bytes, write)).toEqual({ written: 5, closed: false });
+    expect(writeAvailable(9, bytes.subarray(5), write)).toEqual({ written: bytes.length - 5, closed: false });
     expect(Buffer.from(written).toString("utf8")).toBe("héllo wörld\n");
   });
 
   it("reports EPIPE as a closed reader and drops other errors without throwing", () => {
-    expect(writeAllSync(9, "x", () => { throw errno("EPIPE"); })).toBe(false);
-    expect(writeAllSync(9, "x", () => { throw errno("EBADF"); })).toBe(true);
+    expect(writeAvailable(9, Buffer.from("x"), () => { throw errno("EPIPE"); })).toEqual({ written: 0, closed: true });
+    expect(writeAvailable(9, Buffer.from("x"), () => { throw errno("EBADF"); })).toEqual({ written: 1, closed: false });
   });
 });
 
@@ -433,16 +435,18 @@ const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const FIXTURE = fileURLToPath(new URL("./fixtures/logger-exit.ts", import.meta.url));
 
 /** Runs the fixture in a real child process; a slow reader leaves stdout paused for 200 ms. */
-function runFixture(mode: string, slowReader = false): Promise<ChildResult> {
+function runFixture(mode: string, slowReader = false, env: Record<string, string> = {}, pauseMs = 200): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, mode], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, ["--import", "tsx", FIXTURE, mode], {
+      cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env },
+    });
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk));
     if (slowReader) {
       child.stdout.pause();
-      setTimeout(() => child.stdout.resume(), 200);
+      setTimeout(() => child.stdout.resume(), pauseMs);
     }
     child.on("error", reject);
     child.on("close", (code) =>
@@ -483,8 +487,10 @@ describe("child processes", () => {
     ]);
   });
 
-  it("delivers 5 MB through a slowly read, full, non-blocking pipe exactly once and in order", async () => {
-    const result = await runFixture("flood", true);
+  it("delivers 5 MB through a slowly read, full, non-blocking pipe exactly once and in order (buffer large enough)", async () => {
+    // The whole flood is written in one event-loop turn: it fits in an 8 MiB buffer, and the
+    // exit hook waits for the reader (bounded) to take it all.
+    const result = await runFixture("flood", true, { KEELSON_LOG_BUFFER_BYTES: String(8 * 1024 * 1024) });
     expect(result.code).toBe(0);
     expect(result.stdout.length).toBeGreaterThan(5_000_000);
     const got = messages(result.stdout);
@@ -493,5 +499,32 @@ describe("child processes", () => {
     got.forEach((message, i) => {
       if (message !== `flood ${i} ${padding}`) expect.fail(`line ${i} is ${message}`);
     });
+  });
+
+  it("never waits for a stalled reader: lines past the buffer are dropped, counted and reported when it reads again", async () => {
+    const result = await runFixture("stall", true, { KEELSON_LOG_BUFFER_BYTES: "65536" }, 1500);
+    expect(result.code).toBe(0);
+    // The process went on logging and ran its timers while nobody read its output.
+    expect(result.stderr).toContain("logged all");
+    expect(result.stderr).toContain("timer ran 40 times");
+    const lines = result.stdout.split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as { level: string; message: string });
+    const kept = lines.filter((line) => line.message.startsWith("stall ")).map((line) => Number(line.message.slice(6)));
+    const reports = lines.filter((line) => line.message.includes("log line(s) dropped"));
+    // Kept lines are whole and in order; the report says exactly how many are missing.
+    kept.forEach((value, i) => {
+      if (i > 0 && value <= (kept[i - 1] ?? -1)) expect.fail(`line ${value} after ${kept[i - 1]}`);
+    });
+    expect(kept.length).toBeLessThan(20_000);
+    // One report per stall (a paused stream still reads a little first, which can end a short first stall).
+    expect(reports.length).toBeGreaterThanOrEqual(1);
+    expect(reports.every((report) => report.level === "warn")).toBe(true);
+    const reported = reports.reduce((sum, report) => sum + Number(/^(\d+) log line/.exec(report.message)?.[1]), 0);
+    expect(reported).toBe(20_000 - kept.length);
+  });
+
+  it("refuses a KEELSON_LOG_BUFFER_BYTES that is not a whole number of bytes", async () => {
+    const result = await runFixture("exit", false, { KEELSON_LOG_BUFFER_BYTES: "1MB" });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('KEELSON_LOG_BUFFER_BYTES must be a whole number of bytes (0 or more); got "1MB"');
   });
 });

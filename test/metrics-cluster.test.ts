@@ -1,3 +1,5 @@
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join } from "node:path";
@@ -77,7 +79,36 @@ function workerPids(cluster: Cluster): Map<string, number> {
   return pids;
 }
 
+/** The primary's metrics port, from its log line (the tests ask for a free one with --metrics-port 0). */
+async function metricsPortOf(cluster: Cluster): Promise<number> {
+  await cluster.waitFor(/cluster-wide metrics on http:\/\/localhost:\d+\/metrics/);
+  return Number(/cluster-wide metrics on http:\/\/localhost:(\d+)\/metrics/.exec(cluster.output())?.[1]);
+}
+
+/** `promtool check metrics` (Prometheus' own linter, Debian's `prometheus` package) on an exposition: its findings, one per line. */
+function promtool(exposition: string): string[] {
+  expect(existsSync("/usr/bin/promtool"), "/usr/bin/promtool is missing: apt-get install -y prometheus (make test does)").toBe(true);
+  const run = spawnSync("/usr/bin/promtool", ["check", "metrics"], { input: exposition, encoding: "utf8" });
+  return `${run.stdout}${run.stderr}`.split("\n").filter((line) => line.trim() !== "").concat(run.status === 0 ? [] : [`exit ${String(run.status)}`]);
+}
+
 describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
+  it("passes promtool check metrics on the public port and on the metrics port, with prom-client's active handles kept by type", async () => {
+    const cluster = await startCluster({}, ["--metrics-port", "0"]);
+    await cluster.waitFor(/2 worker\(s\) ready/);
+    await hello(cluster.port, 10);
+    const metricsPort = await metricsPortOf(cluster);
+    for (const port of [cluster.port, metricsPort]) {
+      const { status, body } = await get(port, "/metrics");
+      expect(status).toBe(200);
+      expect(promtool(body), `port ${port}`).toEqual([]);
+      const exposition = parseExposition(body);
+      expect(exposition.find("nodejs_active_handles_total")).toEqual([]);
+      expect(exposition.find("nodejs_active_handles").length).toBeGreaterThan(0);
+      expect(exposition.types.get("nodejs_active_handles")).toBe("gauge");
+    }
+  });
+
   it("any worker's scrape returns the totals of both, and they never drop when a worker is killed and replaced", async () => {
     const cluster = await startCluster();
     await cluster.waitFor(/2 worker\(s\) ready/);
@@ -140,12 +171,6 @@ describe("cluster-wide /metrics under the supervisor (2 real workers)", () => {
     expect((await blocked).status).toBe(200);
   });
 });
-
-/** The primary's metrics port, from its log line (the tests ask for a free one with --metrics-port 0). */
-async function metricsPortOf(cluster: Cluster): Promise<number> {
-  await cluster.waitFor(/cluster-wide metrics on http:\/\/localhost:\d+\/metrics/);
-  return Number(/cluster-wide metrics on http:\/\/localhost:(\d+)\/metrics/.exec(cluster.output())?.[1]);
-}
 
 describe("the primary's metrics port (2 real workers)", () => {
   it("serves the totals of all workers off the public port, answers with a worker blocked or killed, and closes on SIGTERM", async () => {

@@ -26,7 +26,7 @@ class ManualTicks {
   }
 }
 
-type Run = { job: string; scheduledAt: number; owner: string };
+type Run = { job: string; scheduledAt: number };
 
 /** A supervisor with job dispatch only; each worker registers `specs` and records the runs it is given. */
 async function jobsSupervisor(workers: number, specs: JobSpec[] = [{ name: "sweep", every: 60_000 }]) {

@@ -165,6 +165,24 @@ describe("rateLimit", () => {
     expect(errors.join("\n")).not.toContain("at ");
   });
 
+  it("units a slow store grants after the store timeout are spent by later requests, not lost", async () => {
+    let late: ((grant: { granted: number; remaining: number; resetMs: number; retryMs: number }) => void) | undefined;
+    const slow = countingStore({ take: () => new Promise((resolve) => (late = resolve)) });
+    const original = console.error;
+    console.error = () => {};
+    try {
+      const { app } = setup({ store: slow, storeTimeoutMs: 20, batch: 3 });
+      // Served without a count (fail open), then the store answers: 3 units, spent by the next 3 requests.
+      expect((await app.request("/items")).status).toBe(200);
+      late?.({ granted: 3, remaining: 2, resetMs: MINUTE, retryMs: 0 });
+      await new Promise((resolve) => setImmediate(resolve));
+      slow.take = () => Promise.resolve({ granted: 0, remaining: 0, resetMs: MINUTE, retryMs: MINUTE });
+      expect(await statuses(app, 4)).toEqual([200, 200, 200, 429]);
+    } finally {
+      console.error = original;
+    }
+  });
+
   it("the primary's handler grants from one count for every worker and refuses malformed requests", async () => {
     let serve: IpcHandler<RateLimitTake, unknown> | undefined;
     installRateLimits({ handle: <P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>) => {

@@ -10,7 +10,10 @@ const LINES = 64;
 
 describe("supervisor: worker log lines", () => {
   it("JSON: 2 workers writing 64 KiB lines at once: every line parses and carries its worker and pid", async () => {
-    const run = await startSupervisor(["--workers", "2"], { env: { NODE_ENV: "production" } });
+    // 16 MiB written in about one second: a burst the default 1 MiB log buffer deliberately does
+    // not hold (lines past it are dropped, see docs/logging.md). With a buffer that holds it,
+    // nothing may be lost or cut.
+    const run = await startSupervisor(["--workers", "2"], { env: { NODE_ENV: "production", KEELSON_LOG_BUFFER_BYTES: String(32 * 1024 * 1024) } });
     await run.waitFor(/worker\(s\) ready in/);
     const workers = readyWorkers(run);
     // Round-robin hands the two connections to the two workers; a repeat only adds lines.

@@ -3,7 +3,12 @@ import { parseArgs } from "node:util";
 import type { Scenario } from "./types.js";
 
 /** Round 1 runs in this order; later rounds reverse or shuffle it. */
-export const ALL_TARGETS = ["node-http", "h3", "fastify", "fastify-logger", "hono", "keelson", "keelson-otel"];
+export const ALL_TARGETS = [
+  "node-http", "h3", "fastify", "fastify-logger", "hono", "keelson", "keelson-otel",
+  // The peers at keelson's full-stack work (a JSON line per request, CORS, a Prometheus histogram, an
+  // OpenTelemetry span, body validation), without and with the OpenTelemetry SDK.
+  "fastify-full", "fastify-full-otel", "hono-full", "hono-full-otel",
+];
 
 /**
  * Variants measured only where asked for by name (`--targets`), never in the default peer
@@ -30,6 +35,13 @@ export interface Config {
   coldStarts: number;
   seed: number;
   viaTsx: boolean;
+  /** Sent as `Origin` on every request (browser traffic: CORS answers it); undefined sends none. */
+  origin: string | undefined;
+}
+
+/** The scenarios as sent: with the `Origin` header when the run asks for browser traffic. */
+export function scenariosFor(config: Pick<Config, "origin">): Scenario[] {
+  return config.origin === undefined ? SCENARIOS : SCENARIOS.map((s) => ({ ...s, headers: { origin: config.origin! } }));
 }
 
 /** The peers mode's flags, one line each (also printed by `bench.ts --help`). */
@@ -43,6 +55,7 @@ export const PEERS_OPTIONS = [
   "--cold-starts N    starts per target for the cold-start median (default 5)",
   "--seed N           seed of the round-3+ shuffles (default 42)",
   "--tsx              run server sources through tsx instead of transpiled JS",
+  "--origin URL       send Origin: URL on every request (browser traffic, CORS active)",
 ];
 
 export const USAGE = `Usage: node --import tsx load-tests/bench.ts [peers] [flags]
@@ -56,6 +69,12 @@ function positive(name: string, raw: string | undefined, fallback: number, integ
     throw new Error(`--${name} must be a positive ${integer ? "integer" : "number"}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+function checkOrigin(raw: string): string {
+  const url = URL.canParse(raw) ? new URL(raw) : undefined;
+  if (url === undefined || url.origin === "null" || url.origin !== raw) throw new Error(`--origin must be an origin such as https://app.example.com, got ${JSON.stringify(raw)}`);
+  return raw;
 }
 
 export function parseConfig(argv: string[]): Config | null {
@@ -72,6 +91,7 @@ export function parseConfig(argv: string[]): Config | null {
       "cold-starts": { type: "string" },
       seed: { type: "string" },
       tsx: { type: "boolean", default: false },
+      origin: { type: "string" },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -91,6 +111,7 @@ export function parseConfig(argv: string[]): Config | null {
     coldStarts: positive("cold-starts", values["cold-starts"], 5, true),
     seed: positive("seed", values.seed, 42, true),
     viaTsx: values.tsx,
+    origin: values.origin === undefined ? undefined : checkOrigin(values.origin),
   };
 }
 

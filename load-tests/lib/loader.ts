@@ -19,7 +19,8 @@ function runAutocannon(id: number, job: LoadJob, errorCodes: Record<string, numb
         requests: job.requests.map((spec) => ({
           method: spec.method,
           path: spec.path,
-          ...(spec.body === undefined ? {} : { body: spec.body, headers: { "content-type": "application/json" } }),
+          ...(spec.body === undefined ? {} : { body: spec.body }),
+          headers: { ...(spec.body === undefined ? {} : { "content-type": "application/json" }), ...spec.headers },
         })),
       },
       (error, result) => {

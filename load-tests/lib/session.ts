@@ -1,7 +1,7 @@
 // One (round, target) session on a freshly started server: correctness check, idle RSS,
 // one mixed warm-up, then every scenario measured with the server's CPU diffed around it.
 import * as http from "node:http";
-import { SCENARIOS, type Config } from "./args.js";
+import { SCENARIOS, scenariosFor, type Config } from "./args.js";
 import { request, sleep } from "./http.js";
 import type { LoadClient } from "./load-client.js";
 import { readRssMb } from "./machine.js";
@@ -78,9 +78,10 @@ export async function runSession(
   const base = { origin: server.origin, connections: config.connections, pipelining: config.pipelining };
   // One warm-up per server start, all routes mixed, so every handler is JIT-compiled
   // before any measured window without paying a warm-up per scenario.
-  await loader.run({ ...base, requests: SCENARIOS, durationSec: config.warmupSec, measureCpu: false });
+  const scenarios = scenariosFor(config);
+  await loader.run({ ...base, requests: scenarios, durationSec: config.warmupSec, measureCpu: false });
   const records: RunRecord[] = [];
-  for (const scenario of SCENARIOS) {
+  for (const scenario of scenarios) {
     if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
     const result = await loader.run({ ...base, requests: [scenario], durationSec: config.durationSec, measureCpu: true });
     const reqPerCpuSec = result.cpuSec !== null && result.cpuSec > 0 ? result.requests / result.cpuSec : null;

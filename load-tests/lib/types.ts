@@ -4,6 +4,8 @@ export interface RequestSpec {
   method: "GET" | "POST";
   path: string;
   body?: string;
+  /** Extra request headers (e.g. `origin`: a browser's request, which makes CORS do its work). */
+  headers?: Record<string, string>;
 }
 
 export interface Scenario extends RequestSpec {

@@ -114,7 +114,7 @@ async function main(): Promise<void> {
   console.log(
     `targets: ${config.targets.join(", ")}\nrounds ${config.rounds}, warm-up ${config.warmupSec} s per server start, ` +
       `${config.durationSec} s per scenario, ${config.connections} connections x ${config.pipelining} pipelined; ` +
-      `estimated ${Math.round(estimateSec(config))} s\n`,
+      `${config.origin === undefined ? "no Origin header" : `Origin: ${config.origin} on every request (CORS active)`}; estimated ${Math.round(estimateSec(config))} s\n`,
   );
 
   const build = config.viaTsx ? null : builtServers(ROOT);

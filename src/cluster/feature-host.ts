@@ -55,4 +55,10 @@ export interface FeatureHost {
   onStop(listener: () => void): void;
   /** Stops the primary with exit 1 and `reason` as its last word: a failure the orchestrator must see. */
   fail(reason: string): unknown;
+  /**
+   * Adds a judge of worker deaths: a reason it returns (e.g. the worker died running a job) keeps
+   * that death out of the crash-loop breaker; the worker's slot still restarts after its backoff.
+   * Optional: a host without it counts every death.
+   */
+  excuseCrashes?(judge: (worker: FeatureWorker) => string | undefined): void;
 }

@@ -1,5 +1,6 @@
 import { monitorEventLoopDelay, performance, type EventLoopUtilization } from "node:perf_hooks";
 import { defineIpcMessage } from "./ipc.js";
+import { fdUsage, memoryUsage } from "./process-usage.js";
 import type { PrimaryChannel } from "./worker-link.js";
 
 /** One worker's load, sent to the primary every heartbeat period for `keelson status`. */
@@ -16,6 +17,9 @@ export interface WorkerStats {
   inflight: number;
   /** Requests started since the worker began (the primary derives requests per second). */
   requests: number;
+  /** Open file descriptors and their soft limit (undefined: unlimited); absent where unknown (not Linux). */
+  fds?: number;
+  fdLimit?: number;
 }
 
 /** The stats message: an integration's own IPC type, not part of the core protocol. */
@@ -39,13 +43,16 @@ export function reportWorkerStats(primary: PrimaryChannel, load: RequestLoad, pe
   const timer = setInterval(() => {
     const elu = performance.eventLoopUtilization(lastElu);
     lastElu = performance.eventLoopUtilization();
-    const memory = process.memoryUsage();
+    // Never throws, not even at EMFILE: a stats report must not kill the worker it describes.
+    const memory = memoryUsage();
+    const fds = fdUsage();
     const mean = lateness(delay.count > 0 ? delay.mean : 0);
     const p99 = lateness(delay.count > 0 ? delay.percentile(99) : 0);
     delay.reset();
     primary.send(workerStatsMessage, {
       rss: memory.rss, heapUsed: memory.heapUsed, elu: elu.utilization,
       delayMeanMs: round(mean), delayP99Ms: round(p99), inflight: load.inflight(), requests: load.requests(),
+      ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
     });
   }, periodMs);
   timer.unref();

@@ -11,19 +11,47 @@ export interface JobContext {
   readonly name: string;
   /** The time this tick was due: the tick's identity (the same on every worker and every pod). */
   readonly scheduledAt: Date;
-  /** Aborts when the App's shutdown budget runs out while the run is still going. */
+  /**
+   * Aborts when the App's shutdown budget runs out while the run is still going, or (a job with
+   * a `store`) when the tick's lease could not be renewed: stop there, another pod may run the tick.
+   */
   readonly signal: AbortSignal;
   readonly logger: Logger;
 }
 
 /**
- * A store shared by several supervisors (pods) that lets one of them claim a tick, so a
- * `runOn: "one"` job runs once per deployment. `claim` resolves true for the first owner of
- * `(job, scheduledAt)`, and again for that same owner (a tick re-run after its worker died).
- * keelson/sql's `defineSQLJobStore(db)` is one.
+ * A store shared by several supervisors (pods) that grants each tick of a `runOn: "one"` job as a
+ * **lease**: the first `claim` of `(job, scheduledAt)` wins it for `leaseMs`, the runner renews
+ * it while the run lasts and marks it finished at the end. A lease that runs out before its tick
+ * is finished (the pod died, or lost the database) can be claimed again by anyone: so a tick
+ * runs to its end once, and is re-run when its runner disappears. Times are the store's own
+ * clock (the database's), never the callers'. keelson/sql's `defineSQLJobStore(db)` is one.
  */
 export interface JobStore {
+  /** How long a claim or a renewal holds the tick, ms (the scheduler renews at a quarter of it). */
+  readonly leaseMs: number;
+  /**
+   * Takes the tick for `owner` if nobody holds it: never claimed, or claimed and its lease ran
+   * out before it was finished. False when it is finished or another lease is still live.
+   */
   claim(job: string, scheduledAt: Date, owner: string, signal: AbortSignal): Promise<boolean>;
+  /** Extends `owner`'s lease by `leaseMs` from now; false when it is no longer `owner`'s (taken over, or finished). */
+  renew(job: string, scheduledAt: Date, owner: string, signal: AbortSignal): Promise<boolean>;
+  /** Marks the tick finished (it is never claimed again); false when the lease was no longer `owner`'s. */
+  finish(job: string, scheduledAt: Date, owner: string, signal: AbortSignal): Promise<boolean>;
+  /**
+   * The unfinished ticks of `job`: those whose lease ran out (`expired`, oldest first, a few at a
+   * time) and, when other leases are live, the milliseconds until the first of them runs out.
+   */
+  unfinished(job: string, signal: AbortSignal): Promise<JobLeases>;
+}
+
+/** What `JobStore.unfinished()` reports. */
+export interface JobLeases {
+  /** Ticks whose lease ran out before they were finished: free to claim. */
+  readonly expired: readonly Date[];
+  /** Milliseconds until the next live lease runs out, if there is one. */
+  readonly nextExpiryMs?: number;
 }
 
 /** Settings of `app.schedule()`: a name, exactly one of `cron` or `every`, and `run`. */
@@ -38,8 +66,15 @@ export interface JobOptions {
   every?: number;
   /** `"one"` (default): each tick on one worker of the supervisor; `"each"`: on every worker. */
   runOn?: JobRunOn;
-  /** Makes `runOn: "one"` once per deployment: the tick runs where this store's claim succeeds. */
+  /** Makes `runOn: "one"` once per deployment: the tick runs where this store's lease is granted, and again elsewhere if its runner dies. */
   store?: JobStore;
+  /**
+   * Under the supervisor (`runOn: "one"`): how many times a tick runs again on another worker
+   * after its worker died during the run (a crash, an out-of-memory kill, the watchdog). Past
+   * that the tick is recorded failed and not run again. A whole number from 0 to 10; default 1
+   * (like BullMQ's `maxStalledCount`). A job's crashes never count toward the crash-loop breaker.
+   */
+  crashRetries?: number;
   run(ctx: JobContext): void | Promise<void>;
 }
 
@@ -56,7 +91,13 @@ export interface JobSpec {
   cron?: string;
   timezone?: string;
   every?: number;
+  /** See `JobOptions.crashRetries`; absent from workers of an older version: the default. */
+  crashRetries?: number;
 }
+
+/** `JobOptions.crashRetries` when not given. */
+export const DEFAULT_CRASH_RETRIES = 1;
+const MAX_CRASH_RETRIES = 10;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
@@ -101,7 +142,11 @@ export function defineJob(options: JobOptions): Job {
   }
   if (runOn !== "one" && runOn !== "each") throw new Error(`job ${name}: runOn must be "one" or "each"; got ${JSON.stringify(runOn)}`);
   if (store !== undefined && runOn !== "one") throw new Error(`job ${name}: a store decides which instance runs a tick, so it needs runOn "one"`);
-  if (store !== undefined && typeof store.claim !== "function") throw new Error(`job ${name}: store must have a claim() method`);
+  if (store !== undefined) checkStore(name, store);
+  const { crashRetries } = options;
+  if (crashRetries !== undefined && !(Number.isInteger(crashRetries) && crashRetries >= 0 && crashRetries <= MAX_CRASH_RETRIES)) {
+    throw new Error(`job ${name}: crashRetries must be a whole number from 0 to ${MAX_CRASH_RETRIES}; got ${String(crashRetries)}`);
+  }
   let nextTick: (after: Date) => Date;
   try {
     nextTick = tickClock({ name, cron, every, timezone });
@@ -112,7 +157,17 @@ export function defineJob(options: JobOptions): Job {
   return Object.freeze({ ...options, runOn, nextTick });
 }
 
+const STORE_METHODS = ["claim", "renew", "finish", "unfinished"] as const;
+
+function checkStore(name: string, store: JobStore): void {
+  const missing = STORE_METHODS.filter((method) => typeof (store as unknown as Record<string, unknown>)[method] !== "function");
+  if (missing.length > 0) throw new Error(`job ${name}: store must have ${STORE_METHODS.join(", ")} methods (a JobStore); missing ${missing.join(", ")}`);
+  if (!Number.isInteger(store.leaseMs) || store.leaseMs < 1000) {
+    throw new Error(`job ${name}: store.leaseMs must be a whole number of milliseconds, at least 1000; got ${String(store.leaseMs)}`);
+  }
+}
+
 /** The part of a job the primary needs to run its clock. */
 export function jobSpec(job: Job): JobSpec {
-  return { name: job.name, cron: job.cron, timezone: job.timezone, every: job.every };
+  return { name: job.name, cron: job.cron, timezone: job.timezone, every: job.every, crashRetries: job.crashRetries ?? DEFAULT_CRASH_RETRIES };
 }

@@ -9,8 +9,8 @@ import type { JobSpec } from "./define.js";
 /** Worker → primary, as its App starts: the `runOn: "one"` jobs it can run. */
 export const jobsRegister = defineIpcMessage<{ jobs: JobSpec[] }>("jobs:register");
 
-/** Primary → worker: run this tick (`scheduledAt` in epoch ms); `owner` identifies the supervisor to a JobStore. */
-export const jobsRun = defineIpcMessage<{ job: string; scheduledAt: number; owner: string }>("jobs:run");
+/** Primary → worker: run this tick (`scheduledAt` in epoch ms). A job's store knows the worker itself as the tick's owner. */
+export const jobsRun = defineIpcMessage<{ job: string; scheduledAt: number }>("jobs:run");
 
 /**
  * Worker → primary: the run of a tick ended (whatever its outcome: the tick counts as run), or
@@ -19,3 +19,9 @@ export const jobsRun = defineIpcMessage<{ job: string; scheduledAt: number; owne
  * its last run has delivered the report first.
  */
 export const jobsDone = defineIpcRequest<{ job: string; scheduledAt: number; refused: boolean }, Record<string, never>>("jobs:done");
+
+/**
+ * Primary → worker: a tick was given up after its runs crashed their workers; the worker counts
+ * it in its job metrics (`keelson_job_runs_total{outcome="failure"}`), which the primary merges.
+ */
+export const jobsCrashed = defineIpcMessage<{ job: string; scheduledAt: number }>("jobs:crashed");

@@ -1,12 +1,11 @@
-import { randomUUID } from "node:crypto";
 import { TickClock } from "./clock.js";
-import { tickClock, type JobSpec } from "./define.js";
-import { jobsDone, jobsRegister, jobsRun } from "./ipc.js";
+import { DEFAULT_CRASH_RETRIES, tickClock, type JobSpec } from "./define.js";
+import { jobsCrashed, jobsDone, jobsRegister, jobsRun } from "./ipc.js";
 import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
 import type { Logger } from "../logging/logger.js";
 
-/** What the dispatcher needs from the primary. */
-export type JobsHost = Pick<FeatureHost, "onWorker">;
+/** What the dispatcher needs from the primary: its workers, and a say in which deaths the crash-loop breaker counts. */
+export type JobsHost = Pick<FeatureHost, "onWorker" | "excuseCrashes">;
 
 /** A running job clock: what `startClock` returns. */
 export interface JobClock {
@@ -36,6 +35,10 @@ interface Schedule {
   running: { scheduledAt: number; worker: FeatureWorker } | undefined;
   /** Workers that registered the job and have not refused it. */
   readonly workers: Set<FeatureWorker>;
+  /** Runs again after a crash, from the spec (the latest worker's). */
+  crashRetries: number;
+  /** Ticks whose runs crashed their workers, and how many times. */
+  readonly crashes: Map<number, number>;
 }
 
 /** Ticks that may wait behind a running one (a slow run, a starved machine); an older one is skipped beyond that. */
@@ -45,21 +48,29 @@ const MAX_WAITING = 10;
  * The primary's side of `runOn: "one"` jobs: it runs each job's clock and hands every tick to
  * exactly one ready worker, one run of a job at a time. A tick counts as run when its worker
  * reports the end of the run; a worker that exits before that (crash, SIGKILL, watchdog) gives
- * the tick back, and it runs on another worker. Draining workers (reload, shutdown) finish
- * their run but get no new tick.
+ * the tick back, and it runs on another worker, up to the job's `crashRetries` times: then the
+ * tick is recorded failed (a poison tick must not kill worker after worker). A worker's death
+ * during a run is the job's: the crash-loop breaker does not count it. Draining workers
+ * (reload, shutdown) finish their run but get no new tick.
  */
 export class JobDispatcher {
-  /** Identifies this supervisor to a JobStore: a tick re-run here after a crash is still its own. */
-  readonly owner = randomUUID();
   readonly #logger: Logger;
   readonly #startClock: StartJobClock;
   readonly #jobs = new Map<string, Schedule>();
   #turn = 0;
   #stopped = false;
+  /** Crashed ticks given up and not yet counted by a worker's metrics. */
+  readonly #failedToCount: Array<{ job: string; scheduledAt: number }> = [];
+  /** Workers that died during a run: the job they were running. */
+  readonly #diedInRun = new WeakMap<FeatureWorker, string>();
 
   constructor(host: JobsHost, logger: Logger, startClock: StartJobClock = startTickClock) {
     this.#logger = logger;
     this.#startClock = startClock;
+    host.excuseCrashes?.((worker) => {
+      const job = this.#diedInRun.get(worker) ?? [...this.#jobs.values()].find((schedule) => schedule.running?.worker === worker)?.name;
+      return job === undefined ? undefined : `it died during a run of job ${job}`;
+    });
     host.onWorker((worker) => {
       worker.channel.on(jobsRegister, ({ jobs }) => this.#register(worker, jobs));
       worker.channel.handle(jobsDone, (done) => this.#done(worker, done));
@@ -86,9 +97,13 @@ export class JobDispatcher {
         schedule.clock = this.#clock(spec);
       }
       if (schedule === undefined) {
-        schedule = { name: spec.name, key, clock: this.#clock(spec), due: [], running: undefined, workers: new Set() };
+        schedule = {
+          name: spec.name, key, clock: this.#clock(spec), due: [], running: undefined, workers: new Set(),
+          crashRetries: DEFAULT_CRASH_RETRIES, crashes: new Map(),
+        };
         this.#jobs.set(spec.name, schedule);
       }
+      if (Number.isInteger(spec.crashRetries) && (spec.crashRetries ?? -1) >= 0) schedule.crashRetries = spec.crashRetries ?? DEFAULT_CRASH_RETRIES;
       schedule.workers.add(worker);
     }
     this.#pumpAll();
@@ -120,6 +135,18 @@ export class JobDispatcher {
 
   #pumpAll(): void {
     for (const schedule of this.#jobs.values()) this.#pump(schedule);
+    this.#countFailures();
+  }
+
+  /** Hands given-up ticks to a ready worker that has the job, for its metrics. */
+  #countFailures(): void {
+    for (let index = 0; index < this.#failedToCount.length;) {
+      const failed = this.#failedToCount[index] as { job: string; scheduledAt: number };
+      const schedule = this.#jobs.get(failed.job);
+      const worker = schedule === undefined ? undefined : [...schedule.workers].find((candidate) => candidate.state === "ready");
+      if (worker !== undefined && worker.channel.send(jobsCrashed, failed)) this.#failedToCount.splice(index, 1);
+      else index++;
+    }
   }
 
   /** Hands the oldest due tick to a ready worker (in turn), unless a run of the job is in progress. */
@@ -130,7 +157,7 @@ export class JobDispatcher {
       if (worker === undefined) return;
       const scheduledAt = schedule.due.shift() ?? 0;
       schedule.running = { scheduledAt, worker };
-      if (worker.channel.send(jobsRun, { job: schedule.name, scheduledAt, owner: this.owner })) return;
+      if (worker.channel.send(jobsRun, { job: schedule.name, scheduledAt })) return;
       // Its channel closed: it is exiting. The tick goes to another worker.
       schedule.running = undefined;
       schedule.due.unshift(scheduledAt);
@@ -143,6 +170,7 @@ export class JobDispatcher {
     const running = schedule?.running;
     if (schedule === undefined || running?.worker !== worker || running.scheduledAt !== done.scheduledAt) return {};
     schedule.running = undefined;
+    if (done.refused !== true) schedule.crashes.delete(done.scheduledAt);
     if (done.refused === true) {
       schedule.workers.delete(worker);
       schedule.due.unshift(done.scheduledAt);
@@ -157,16 +185,28 @@ export class JobDispatcher {
       const running = schedule.running;
       if (running?.worker !== worker) continue;
       const tick = new Date(running.scheduledAt).toISOString();
-      this.#logger.warn("job %s: %s exited during the run of tick %s: it runs again on another worker", schedule.name, worker.name, tick);
       schedule.running = undefined;
-      schedule.due.unshift(running.scheduledAt);
+      this.#diedInRun.set(worker, schedule.name);
+      const crashes = (schedule.crashes.get(running.scheduledAt) ?? 0) + 1;
+      if (crashes > schedule.crashRetries) {
+        schedule.crashes.delete(running.scheduledAt);
+        this.#logger.logError("job %s failed (tick %s): %s exited during its run, %d time(s) in all (crashRetries %d): the tick is given up",
+          schedule.name, tick, worker.name, crashes, schedule.crashRetries);
+        this.#failedToCount.push({ job: schedule.name, scheduledAt: running.scheduledAt });
+        this.#countFailures();
+      } else {
+        schedule.crashes.set(running.scheduledAt, crashes);
+        this.#logger.warn("job %s: %s exited during the run of tick %s: it runs again on another worker (re-run %d of %d after a crash)",
+          schedule.name, worker.name, tick, crashes, schedule.crashRetries);
+        schedule.due.unshift(running.scheduledAt);
+      }
       this.#pump(schedule);
     }
   }
 }
 
 /** Installs `runOn: "one"` job dispatch on the primary; its clocks stop when the primary begins to stop. */
-export function installJobs(host: Pick<FeatureHost, "onWorker" | "onStop" | "logger">, startClock?: StartJobClock): JobDispatcher {
+export function installJobs(host: Pick<FeatureHost, "onWorker" | "onStop" | "logger" | "excuseCrashes">, startClock?: StartJobClock): JobDispatcher {
   const jobs = new JobDispatcher(host, host.logger, startClock);
   host.onStop(() => jobs.stop());
   return jobs;

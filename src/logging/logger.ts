@@ -87,6 +87,7 @@ export class Logger {
     this.debugEnabled = this.threshold <= RANK_DEBUG;
     this.sink = sinkFor(options.output ?? 1);
     this.json = this.format === LogFormatJSON;
+    this.sink.reportDropsWith((message) => this.line(WARN, message));
   }
 
   /** Logs at info level (unless the level is above info). */
@@ -180,12 +181,14 @@ export class Logger {
   }
 
   private log(level: Level, message: string): void {
+    this.sink.write(this.line(level, message));
+  }
+
+  private line(level: Level, message: string): string {
     const now = Date.now();
-    this.sink.write(
-      this.json
-        ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
-        : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`,
-    );
+    return this.json
+      ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
+      : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`;
   }
 }
 

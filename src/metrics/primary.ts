@@ -2,6 +2,7 @@ import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import type { MetricData } from "./request-histogram.js";
+import { logDropsMetric } from "./log-drops.js";
 
 /** What the aggregator needs from the primary. */
 export interface MetricsHost extends Pick<FeatureHost, "handle"> {
@@ -31,7 +32,9 @@ const MAX_TIMEOUT_MS = 30_000;
  *   the totals with its last snapshot, so no total ever goes backwards;
  * - gauges and summaries get a `worker` label (the slot id), live workers only;
  * - `keelson_worker_up{worker}` is 1 for a slot whose worker answered, else 0, and
- *   `keelson_worker_scrape_duration_seconds{worker}` is how long it took to answer.
+ *   `keelson_worker_scrape_duration_seconds{worker}` is how long it took to answer;
+ * - `keelson_log_lines_dropped_total` adds the primary's own dropped log lines (a stalled
+ *   stdout reader) to the workers'.
  */
 export class ClusterMetrics {
   readonly #tracked = new Map<number, Tracked>();
@@ -79,6 +82,7 @@ export class ClusterMetrics {
         set.add(tracked.last, "additive");
       }
     }
+    set.add([logDropsMetric()], "additive");
     set.add([
       gauge("keelson_worker_up", "1 if the worker in this slot answered the last metrics scrape in time, else 0.", up),
       gauge("keelson_worker_scrape_duration_seconds", "How long the worker in this slot took to send its metrics.", seconds),

@@ -9,6 +9,8 @@ import { metricsCluster, metricsFinal, metricsHello, metricsSnapshot, type Metri
 import { openMetricsListener, type MetricsListener } from "./listener.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
+import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
+import { droppedLogLines } from "../logging/sink.js";
 
 /** Settings of `definePrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -16,7 +18,7 @@ export interface PrometheusOptions {
   path?: string;
   /** Prepended to every metric name this module creates (`myapp_`). Default none. */
   prefix?: string;
-  /** prom-client's default process and Node.js metrics. Default true. */
+  /** prom-client's default process and Node.js metrics, and `keelson_log_lines_dropped_total`. Default true. */
   defaultMetrics?: boolean;
   /** Bucket bounds in seconds. Default `HTTP_SERVER_DURATION_BUCKETS` (OpenTelemetry's advice). */
   buckets?: readonly number[];
@@ -61,6 +63,12 @@ const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
 const PRIMARY_REPLY_MARGIN_MS = 1000;
 
 /**
+ * prom-client's default gauges whose names end in `_total` (reserved for counters). Their values
+ * remain as `sum without (type) (nodejs_active_handles)` and likewise for requests and resources.
+ */
+const MISNAMED_DEFAULT_GAUGES = ["nodejs_active_handles_total", "nodejs_active_requests_total", "nodejs_active_resources_total"] as const;
+
+/**
  * Prometheus metrics as a keelson Module: `http_request_duration_seconds` for every request,
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
@@ -78,7 +86,14 @@ export function definePrometheus(options: PrometheusOptions = {}): PrometheusMod
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
   // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
   registry.registerMetric(histogram as unknown as Metric);
-  if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix });
+  if (options.defaultMetrics ?? true) {
+    collectDefaultMetrics({ register: registry, prefix });
+    // prom-client also exports these three sums as gauges named like counters, which promtool and
+    // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
+    for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
+    // A process metric like prom-client's: left out with them.
+    registerLogDrops(registry, prefix);
+  }
   const collector = withShedCounter(histogram, registry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
@@ -167,6 +182,18 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
     },
     observeJob: jobMetrics(registry, prefix),
   };
+}
+
+/** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLogDrops(registry: Registry, prefix: string): Counter {
+  return new Counter({
+    name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
+    // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(droppedLogLines());
+    },
+  });
 }
 
 /** Upper bounds in seconds of `keelson_job_duration_seconds`: jobs take from milliseconds to an hour. */

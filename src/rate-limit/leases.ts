@@ -97,7 +97,15 @@ export class Leases {
   async #refill(key: string, lease: Lease): Promise<void> {
     const { limit, windowMs, algorithm, batch, clock, timeoutMs } = this.#policy;
     const now = clock();
-    const grant = await withTimeout(this.#store.take({ key, limit, windowMs, algorithm, now, want: batch }), timeoutMs);
+    const taking = this.#store.take({ key, limit, windowMs, algorithm, now, want: batch });
+    let grant: RateLimitGrant;
+    try {
+      grant = await withTimeout(taking, timeoutMs);
+    } catch (error) {
+      // Units the store grants after the wait are counted as used there: spend them, do not lose them.
+      taking.then((late) => void (lease.left += late.granted), () => {});
+      throw error;
+    }
     lease.left += grant.granted;
     lease.remaining = grant.remaining;
     lease.deniedUntil = grant.granted > 0 ? 0 : now + Math.max(1, grant.retryMs);

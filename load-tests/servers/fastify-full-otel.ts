@@ -1,0 +1,5 @@
+// fastify-full with the OpenTelemetry SDK registered: the same spans, now recorded and exported.
+import "./otel-sdk.js";
+import { startFastifyFull } from "./fastify-full-app.js";
+
+await startFastifyFull();

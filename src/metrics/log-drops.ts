@@ -1,0 +1,14 @@
+import { droppedLogLines } from "../logging/sink.js";
+import type { MetricData } from "./request-histogram.js";
+
+/** Same name in the workers' registries and in the primary's merge, so the cluster total sums them. */
+export const LOG_LINES_DROPPED = "keelson_log_lines_dropped_total";
+export const LOG_LINES_DROPPED_HELP = "Log lines dropped because the reader of stdout or stderr did not keep up (the log buffer was full).";
+
+/** This process's dropped log lines (see logging/sink.ts) as a counter sample. */
+export function logDropsMetric(): MetricData {
+  return {
+    name: LOG_LINES_DROPPED, help: LOG_LINES_DROPPED_HELP, type: "counter", aggregator: "sum",
+    values: [{ value: droppedLogLines(), labels: {} }],
+  };
+}
