@@ -10,7 +10,7 @@ const socket = [
 const process = [
   "bundle", "client", "deploy-dockerfile", "deploy-start", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "new-project", "node-version", "package", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
-  "repository-contract", "request-id-cluster", "sql-*", "supervisor*", "tracing-exit",
+  "repository-contract", "request-id-cluster", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

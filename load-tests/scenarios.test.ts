@@ -16,6 +16,7 @@ import { reloadBurst } from "./scenarios/reload-burst.js";
 import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
 import { sigterm } from "./scenarios/sigterm.js";
+import { streams } from "./scenarios/streams.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SCENARIOS: Record<string, Scenario> = {
@@ -27,6 +28,7 @@ const SCENARIOS: Record<string, Scenario> = {
   "metrics-scrape": metricsScrapeScenario,
   "random-paths": randomPaths,
   malformed,
+  streams,
 };
 // A scenario that hangs is cut off here and fails; every wait inside one is bounded too.
 const SCENARIO_TIMEOUT_MS = 180_000;

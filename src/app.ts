@@ -34,6 +34,7 @@ import { RequestLogger } from "./logging/request-logger.js";
 import { show } from "./checks.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
+import { OpenStreams, isWebSocketRoute } from "./streams/open-streams.js";
 
 /** KConfig with every default applied. */
 export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
@@ -101,7 +102,7 @@ export class App implements Router {
   readonly logger: Logger;
   /** The underlying h3 instance; routes added on it directly are logged and measured too. */
   readonly httpEngine: H3;
-  readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined };
+  readonly #services: { logger: Logger; tracer: Tracer; translator: Translator | undefined; streams: OpenStreams };
   readonly #routes: RegisteredRoute[] = [];
   readonly #checkers: HealthChecker[] = [];
   readonly #schedulers: Scheduler[] = [];
@@ -121,13 +122,16 @@ export class App implements Router {
   constructor(config: KConfig = {}) {
     this.config = resolveConfig(config);
     this.logger = resolveLogger(config, this.config.env === "production");
-    this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined };
+    const streams = new OpenStreams(() => this.#metrics, this.logger);
+    this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
     this.#lifecycle = new Lifecycle({
       logger: this.logger,
       shutdownTimeout: this.config.shutdownTimeout,
       shutdownDelay: this.config.shutdownDelay,
       hooks: this.#hooks,
       inflight: () => this.#inflight,
+      streams,
+      websockets: () => this.#routes.some(({ route }) => isWebSocketRoute(route)),
     });
     // Steps 1–4 of the construction order in docs/routing.md: request logging and CORS start in onRequest, panic
     // recovery and the error handler are onError, the log line is written by fetch() once h3 has
@@ -413,6 +417,13 @@ export class App implements Router {
       // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
       // still one log line and one observation, as for every other request.
       if (state !== undefined) this.#inflight--;
+      // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
+      if (state?.stream !== undefined) {
+        void state.stream.then((status) => this.#recordStream(request, state, status));
+        const streamRes = request.runtime?.node?.res;
+        if (streamRes !== undefined) addNodeResponseHeader(response, streamRes, this.config.requestIdHeader, state.requestId);
+        return response;
+      }
       const durationMs = state === undefined ? 0 : performance.now() - state.start;
       const route = context?.matchedRoute?.route;
       const method = request.method;
@@ -433,6 +444,20 @@ export class App implements Router {
       console.error("keelson: recording the request failed:", error);
     }
     return response;
+  }
+
+  #recordStream(request: ServerRequest, state: RequestState, status: number): void {
+    try {
+      const durationMs = performance.now() - state.start;
+      const traceId = state.span.traceId;
+      this.logger.request(
+        { method: request.method, path: state.event.url.pathname, status, durationMs, requestId: state.requestId, traceId: traceId === "" ? undefined : traceId },
+        state.event.context.matchedRoute?.meta?.keelsonLogRank,
+      );
+      if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route: state.event.context.matchedRoute?.route, status });
+    } catch (error) {
+      console.error("keelson: recording the request failed:", error);
+    }
   }
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {

@@ -44,3 +44,8 @@ export {
   type Controller, type Handler, type HandlerResult, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,
   type RouteMethod, type RouteOptions,
 } from "./http/route.js";
+export { EventStream, type EventStreamOptions, type SendOptions } from "./streams/event-stream.js";
+export type { ChannelEvent, Missed } from "./streams/event.js";
+export { configureStreams, publish, type StreamsOptions } from "./streams/hub.js";
+export { sse, websocket, type EventStreamHandler, type WebSocketHandler } from "./streams/routes.js";
+export { GOING_AWAY, KeelsonSocket, type WebSocketHooks, type WebSocketOptions } from "./streams/websocket.js";

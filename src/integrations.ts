@@ -15,6 +15,10 @@ export interface MetricsCollector {
    * `aborted` or `skipped` (then `durationSeconds` is undefined: nothing ran).
    */
   observeJob?(job: string, outcome: string, durationSeconds: number | undefined): void;
+  /** An event stream (`kind` `sse`) or WebSocket (`websocket`) of `route` opened: one more open connection. */
+  streamOpened?(kind: string, route: string): void;
+  /** It ended. Streams are not observed through `observeRequest`: their duration is not a request latency. */
+  streamClosed?(kind: string, route: string): void;
 }
 
 /** The `route` value passed to metrics collectors and tracers for requests that matched no route. */

@@ -3,6 +3,7 @@ import { installJobs } from "../src/jobs/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { installClusterMetrics } from "../src/metrics/primary.js";
 import { installRateLimits } from "../src/rate-limit/primary.js";
+import { installStreams } from "../src/streams/primary.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 
 /**
@@ -20,4 +21,5 @@ export const FEATURES: readonly FeatureInstaller[] = [
   (host) => installJobs(host),
   (host, options) => serveMetricsPort(host, installClusterMetrics(host), options),
   (host) => installRateLimits(host),
+  (host) => installStreams(host),
 ];

@@ -30,7 +30,7 @@ function importsOf(file: string): string[] {
 }
 
 describe("cluster features on the primary", () => {
-  it("FEATURES installs jobs, cluster metrics with their port, and rate limits through the host alone", () => {
+  it("FEATURES installs jobs, cluster metrics with their port, rate limits and streams through the host alone", () => {
     const handled: string[] = [];
     const heard: string[] = [];
     let workerListeners = 0;
@@ -45,9 +45,9 @@ describe("cluster features on the primary", () => {
     };
     const options = resolveOptions({ entry: "app.ts", workers: 1, metricsPort: 0, controlSocket: false });
     for (const install of FEATURES) install(host, options);
-    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take"]);
-    expect(heard).toEqual(["metrics:hello"]);
-    expect([workerListeners, stopListeners]).toEqual([2, 1]);
+    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take", "streams:publish", "streams:replay"]);
+    expect(heard).toEqual(["metrics:hello", "streams:interest"]);
+    expect([workerListeners, stopListeners]).toEqual([3, 1]);
   });
 
   it("a feature in the list sees every worker, serves its requests, hears its messages, and is told when stopping begins", async () => {

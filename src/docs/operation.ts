@@ -113,8 +113,10 @@ function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContex
   }
   const response: OpenAPIResponse = { description: doc.description ?? STATUS_CODES[status] ?? "Response" };
   if (doc.contentType !== undefined && !EMPTY_STATUSES.has(status)) {
-    const schema = doc.schema ? ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} : { type: "string", format: "binary" };
-    response.content = Object.fromEntries((Array.isArray(doc.contentType) ? doc.contentType : [doc.contentType]).map((type) => [type, { schema }]));
+    const declared = doc.schema ? ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} : undefined;
+    // Without a schema: text (an event stream, CSV) is a string, anything else binary.
+    const schemaOf = (type: string) => declared ?? (type.startsWith("text/") ? { type: "string" } : { type: "string", format: "binary" });
+    response.content = Object.fromEntries((Array.isArray(doc.contentType) ? doc.contentType : [doc.contentType]).map((type) => [type, { schema: schemaOf(type) }]));
   } else if (doc.schema && !EMPTY_STATUSES.has(status)) {
     response.content = { "application/json": { schema: ctx.schemas.add(doc.schema, "output", `${id}Response${status}`) ?? {} } };
   }

@@ -9,12 +9,15 @@ import { negotiateLanguage } from "./language.js";
 import { readQuery } from "./query.js";
 import { generateRequestId } from "./request-id.js";
 import { logThreshold } from "./request-state.js";
+import type { OpenStreams } from "../streams/open-streams.js";
 
 /** What a handler context needs from its App; kept small so contexts stay cheap to build. */
 export interface ContextServices {
   readonly logger: Logger;
   readonly tracer: Tracer;
   readonly translator: Translator | undefined;
+  /** The App's open event streams and WebSockets. */
+  readonly streams: OpenStreams;
 }
 
 /**
@@ -100,6 +103,16 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   /** The request's server span (a no-op span unless a tracer is set). */
   get span(): Span {
     return this.event.context.keelson?.span ?? this.services.tracer.startSpan("noop");
+  }
+
+  /** @internal The App's logger, for stream routes whose lines outlive the request's head. */
+  get appLogger(): Logger {
+    return this.services.logger;
+  }
+
+  /** @internal The App's open event streams and WebSockets (for stream routes). */
+  get openStreams(): OpenStreams {
+    return this.services.streams;
   }
 
   /** Starts a child span of the request's span; call `end()` on it. */

@@ -14,6 +14,11 @@ export class RequestState {
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
   #logger: RequestLogger | undefined;
+  /**
+   * Set by an event-stream or WebSocket route: settles with the status to log when the stream or
+   * socket ends, and the request is logged, measured and its span ended then, not at its head.
+   */
+  stream: Promise<number> | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
@@ -22,6 +27,7 @@ export class RequestState {
     this.requestId = requestId;
     this.error = undefined;
     this.#logger = undefined;
+    this.stream = undefined;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */

@@ -4,8 +4,10 @@ import { StandardReasonResponse } from "../http/status-line.js";
 
 /** The response being written on a socket that has a request in flight, else undefined. */
 const RESPONDING = Symbol("keelson.responding");
+/** Set on a socket upgraded to a WebSocket: its end is the close handshake's, not the idle sweep's. */
+const UPGRADED = Symbol("keelson.upgraded");
 
-type TrackedSocket = Socket & { [RESPONDING]?: ServerResponse | undefined };
+type TrackedSocket = Socket & { [RESPONDING]?: ServerResponse | undefined; [UPGRADED]?: true };
 
 /**
  * node:http attaches a response to its socket once the request's headers are complete
@@ -48,8 +50,13 @@ export class Connections {
   /** Bytes each connection had read at the last look: one still receiving may be sending a request. */
   readonly #bytesSeen = new WeakMap<Socket, number>();
 
-  /** Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. */
-  constructor(server: NodeServer) {
+  /**
+   * Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. With `upgrades`
+   * (the server serves WebSockets), upgraded sockets are left to the WebSocket close handshake.
+   */
+  constructor(server: NodeServer, upgrades = false) {
+    // Only then: an 'upgrade' listener makes node hand every upgrade request to it instead of serving it as a request.
+    if (upgrades) server.on("upgrade", (_request: IncomingMessage, socket: Socket) => ((socket as TrackedSocket)[UPGRADED] = true));
     server.on("connection", (socket: Socket) => {
       // The slot exists before the first request, so every socket keeps one shape from here on.
       (socket as TrackedSocket)[RESPONDING] = undefined;
@@ -71,7 +78,7 @@ export class Connections {
   closeIdle(): number {
     let closed = 0;
     for (const socket of this.#sockets) {
-      if ((socket as TrackedSocket)[RESPONDING] !== undefined) continue;
+      if ((socket as TrackedSocket)[RESPONDING] !== undefined || (socket as TrackedSocket)[UPGRADED]) continue;
       const read = socket.bytesRead;
       const seen = this.#bytesSeen.get(socket);
       this.#bytesSeen.set(socket, read);

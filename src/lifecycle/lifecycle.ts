@@ -4,6 +4,7 @@ import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
+import type { OpenStreams } from "../streams/open-streams.js";
 
 /** What happened during a shutdown; `clean` decides the exit code (0 or 1). */
 export interface ShutdownReport {
@@ -33,6 +34,10 @@ export interface LifecycleOptions {
   shutdownDelay: number;
   hooks: readonly NamedHook[];
   inflight: () => number;
+  /** The App's event streams and WebSockets: ended on purpose when the drain starts. */
+  streams?: OpenStreams;
+  /** True when the App has WebSocket routes: the server then serves upgrades (crossws). */
+  websockets?: () => boolean;
 }
 
 export type LifecycleState = "created" | "serving" | "draining" | "terminated";
@@ -77,6 +82,7 @@ export class Lifecycle {
   #connections: Connections | undefined;
   #starting: Promise<unknown> | undefined;
   #shutdown: Promise<ShutdownReport> | undefined;
+  #reason: string | undefined;
   #finish!: (report: ShutdownReport) => void;
   /** Settles when a shutdown, whatever started it, has completed. */
   readonly finished = new Promise<ShutdownReport>((resolve) => (this.#finish = resolve));
@@ -116,12 +122,14 @@ export class Lifecycle {
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
     // TrackedResponse: the drain knows which connections have a request in flight, and the status
     // line carries its reason phrase (`200 OK`, not `200 `).
+    // crossws (WebSocket upgrades) only when the App has WebSocket routes: it costs the others nothing.
+    const plugins = this.#options.websockets?.() ? [(await import("crossws/server/node")).plugin({})] : [];
     const server = serve({
-      fetch, port, hostname: host, silent: true, gracefulShutdown: false,
+      fetch, port, hostname: host, silent: true, gracefulShutdown: false, plugins,
       node: { exclusive: false, ServerResponse: TrackedResponse },
     });
     const node = server.node?.server as NodeServer | undefined;
-    if (node) this.#connections = new Connections(node);
+    if (node) this.#connections = new Connections(node, plugins.length > 0);
     try {
       await server.ready();
     } catch (error) {
@@ -143,6 +151,7 @@ export class Lifecycle {
   }
 
   shutdown(reason: string): Promise<ShutdownReport> {
+    this.#reason ??= reason;
     return (this.#shutdown ??= this.#run(reason));
   }
 
@@ -173,6 +182,8 @@ export class Lifecycle {
         await Promise.race([sleep(shutdownDelay), deadline]);
       }
       if (serving) await this.#drain(deadline, report, shutdownTimeout - (performance.now() - started));
+      // Without a listener (streams served through app.request()): they end all the same.
+      else await this.#options.streams?.endAll(reason, IDLE_GRACE_MS);
       await this.#runHooks(hooks, controller.signal, deadline, report);
     } finally {
       clearTimeout(timer);
@@ -204,6 +215,10 @@ export class Lifecycle {
     // about to close, and that connection is then reset instead of refused.
     NetServer.prototype.close.call(node);
     connections.mark();
+    const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
+    // Event streams get their final event and WebSockets their close frame now; a WebSocket that has
+    // not answered within half the cap is terminated. The drain then goes on as for any response.
+    const ending = this.#options.streams?.endAll(this.#reason ?? "shutdown", Math.round(capMs / 2));
     let sweep: NodeJS.Timeout | undefined;
     // Not node's close() or closeIdleConnections(): they skip a connection that is still sending its
     // request (or never sent one), and destroy one whose response has ended but is still being
@@ -219,7 +234,6 @@ export class Lifecycle {
       look(true);
       sweep = setInterval(() => look(false), IDLE_SWEEP_MS);
     }, IDLE_GRACE_MS);
-    const capMs = Math.max(IDLE_GRACE_MS, Math.round(remaining * DRAIN_SHARE));
     let capTimer: NodeJS.Timeout | undefined;
     const cap = new Promise<typeof DRAIN_CAP>((resolve) => (capTimer = setTimeout(() => resolve(DRAIN_CAP), capMs)));
     const outcome = await Promise.race([closed, cap, deadline]);
@@ -227,6 +241,8 @@ export class Lifecycle {
     clearTimeout(capTimer);
     clearInterval(sweep);
     if (outcome === undefined) {
+      // A WebSocket's socket can close before its close event has run the application's hook: let it.
+      if (ending !== undefined) await Promise.race([ending, deadline]);
       logger.info("listener closed, in-flight requests done in %dms", Math.round(performance.now() - started));
       return;
     }

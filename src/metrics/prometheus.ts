@@ -1,4 +1,4 @@
-import { Counter, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
 import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../group.js";
 import type { MetricsCollector } from "../integrations.js";
@@ -181,6 +181,23 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
       shed.inc({ reason });
     },
     observeJob: jobMetrics(registry, prefix),
+    ...streamMetrics(registry, prefix),
+  };
+}
+
+/**
+ * `keelson_open_streams{kind,route}`: event streams (`sse`) and WebSockets open now, registered at
+ * the first one. A gauge: under the supervisor it is kept per worker (a `worker` label), not summed.
+ */
+function streamMetrics(registry: Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed"> {
+  let open: Gauge | undefined;
+  const gauge = () => (open ??= new Gauge({
+    name: `${prefix}keelson_open_streams`, help: "Event streams (kind sse) and WebSockets (kind websocket) open now, by route.",
+    labelNames: ["kind", "route"], registers: [registry],
+  }));
+  return {
+    streamOpened: (kind, route) => gauge().inc({ kind, route }),
+    streamClosed: (kind, route) => gauge().dec({ kind, route }),
   };
 }
 

@@ -1,0 +1,50 @@
+import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
+import type { ChannelEvent } from "./event.js";
+import { checkChannel } from "./event.js";
+import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
+import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
+import { MAX_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
+
+
+/**
+ * The pod's stream broker, in the primary: it numbers each channel's events, keeps the replay
+ * buffers, and sends every event to every worker (starting, ready or draining: a draining worker's
+ * clients get what is published until their stream ends) that has subscribers of its channel
+ * (`streams:interest`). One IPC message per such worker per event, whatever the number of
+ * subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
+ * numbering and the buffers are in PostgreSQL, shared by every pod (postgres-store.ts).
+ */
+export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "onMessage" | "finished" | "fail">): void {
+  // The channels each live worker has subscribers of.
+  const interests = new Map<FeatureWorker, Set<string>>();
+  host.onWorker((worker) => {
+    interests.set(worker, new Set());
+    void worker.exited.then(() => interests.delete(worker));
+  });
+  host.onMessage(streamsInterest, ({ channel, subscribed }, worker) => {
+    const channels = interests.get(worker);
+    if (channels === undefined || typeof channel !== "string") return;
+    if (subscribed === true) channels.add(channel);
+    else channels.delete(channel);
+  });
+  const broadcast = (event: ChannelEvent) => {
+    for (const [worker, channels] of interests) if (channels.has(event.channel)) worker.channel.send(streamsEvent, event);
+  };
+  let broker: Broker | undefined;
+  const url = streamsDatabaseUrl();
+  if (url !== undefined) {
+    const opening = import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url));
+    opening.then((store) => void host.finished.then(() => store.close()), (error: unknown) => {
+      host.fail(`streams: the shared store (KEELSON_STREAMS_DATABASE_URL) cannot be used: ${(error as Error)?.message ?? String(error)}`);
+    });
+    broker = storeBroker(opening, broadcast);
+  }
+  // In memory unless the store is configured; created at the first publish, so it costs nothing until then.
+  const use = () => (broker ??= memoryBroker(new ReplayLog(), broadcast));
+  host.handle(streamsPublish, (message) => {
+    const { channel, data, replayEvents } = message ?? {};
+    if (typeof data !== "string" || !Number.isSafeInteger(replayEvents) || replayEvents < 0) throw new Error("malformed streams:publish request");
+    return use().publish(checkChannel(channel), data, Math.min(replayEvents, MAX_REPLAY_EVENTS)).then((id) => ({ id }));
+  });
+  host.handle(streamsReplay, ({ channel, lastEventId }) => use().replay(checkChannel(channel), String(lastEventId)));
+}
