@@ -1,8 +1,9 @@
-import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber } from "./checks.js";
+import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
-import type { Logger } from "./logging/logger.js";
+import type { Logger, LogLevel } from "./logging/logger.js";
 import { joinPath } from "./http/path.js";
+import { resolveRequestIdHeader } from "./http/request-id.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
@@ -88,8 +89,28 @@ export interface KConfig {
   env?: Env;
   disableHealth?: boolean;
   docs?: DocsConfig;
-  /** Default: `newLogger(env === "production")`. */
+  /**
+   * The App's logger (`app.logger`, whose `error()` exits the process; handlers get `ctx.logger`).
+   * Default: `new Logger({ isProduction: env === "production", level: logLevel })`.
+   */
   logger?: Logger;
+  /**
+   * Threshold of the App's logger and of every request logger: `debug`, `info`, `warn` or `error`.
+   * Default: the `LOG_LEVEL` environment variable when set, else `info` in production and `debug`
+   * otherwise. Not with `logger` (give that logger its own `level`). Routes can override it (`logLevel`).
+   */
+  logLevel?: LogLevel;
+  /**
+   * The request header that carries the request id, read on the request and set on the response.
+   * Default `x-request-id`.
+   */
+  requestIdHeader?: string;
+  /**
+   * Whether an incoming request id (well formed: 1–128 of `A-Z a-z 0-9 . _ : -`) is kept. `false`
+   * when clients reach the service directly and must not choose ids: every request gets a new one.
+   * Default true.
+   */
+  trustRequestId?: boolean;
   /** Default: allow any origin. */
   cors?: CorsConfig | false;
   /** Largest accepted request body in bytes, an integer >= 0. Default 1 MiB. */
@@ -155,6 +176,15 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv
   version: string;
   host: string | undefined;
   docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
+  /** Lower-cased. */
+  requestIdHeader: string;
+  trustRequestId: boolean;
+}
+
+function resolveBoolean(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new Error(`${name} must be true or false, got ${show(value)}`);
+  return value;
 }
 
 /** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
@@ -183,6 +213,8 @@ export function resolveConfig(config: KConfig): ResolvedConfig {
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
     shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
     shutdownDelay: config.shutdownDelay ?? 0,
+    requestIdHeader: resolveRequestIdHeader(config.requestIdHeader),
+    trustRequestId: resolveBoolean(config.trustRequestId, "trustRequestId", true),
   };
   checkConfig({ ...resolved, cors: config.cors });
   return resolved;

@@ -233,8 +233,8 @@ describe("the primary's metrics port (2 real workers)", () => {
       const warned = lines.findIndex((line) => line.includes(`[WARN]`) && line.includes(`cluster-wide metrics on ${metrics?.url ?? ""}: the default port 9464 is taken`));
       expect(warned).toBeGreaterThanOrEqual(0);
       expect(warned).toBeLessThan(lines.findIndex((line) => /worker\(s\) ready in/.test(line)));
-      const scrape = await get(Number(new URL(metrics?.url ?? "").port), "/metrics");
-      expect(scrape.status).toBe(200);
+      const scraped = await get(Number(new URL(metrics?.url ?? "").port), "/metrics");
+      expect(scraped.status).toBe(200);
     }
     for (const { cluster } of reports) {
       process.kill(cluster.pid, "SIGTERM");
