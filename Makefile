@@ -19,7 +19,7 @@ endif
 .PHONY: token install build build-bench lint typecheck test test-prerequisites check-h3-latest run dev bench bench-instructions scenarios fleet docker docker-engine clean
 
 $(STAMP): package.json package-lock.json | $(PINNED_NODE)
-	npm ci --no-audit --no-fund
+	npm ci --include=dev --no-audit --no-fund
 	@touch $@
 
 install: $(STAMP)

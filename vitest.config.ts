@@ -5,11 +5,14 @@ import { defineConfig } from "vitest/config";
 // under the project of what it starts: real sockets in this process, real child processes, a browser.
 // The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
-const socket = ["app", "auth", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "response-schema", "security-headers", "status-line", "tracing", "validation"];
+const socket = [
+  "app", "auth", "cookies", "forms", "integrations", "jobs", "metrics", "rate-limit-ipv6", "request-id", "request-logger", "response-schema", "security-headers",
+  "status-line", "tracing", "validation",
+];
 const process = [
-  "bundle", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "bundle", "cli-*", "client", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
-  "repository-contract", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
+  "repository-contract", "request-id-cluster", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "supervisor*", "tracing-exit",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

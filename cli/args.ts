@@ -6,16 +6,22 @@ import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
 import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, parseNumber, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
+import { commandList, unknownCommand } from "./verbs.js";
 
 /** What the command line asks for. */
 export type CliCommand =
-  | { command: "help" }
+  | { command: "help"; usage: string }
   | { command: "start"; options: SupervisorOptions }
   | { command: "control"; control: ControlCommand }
   | { command: "dev"; dev: DevCommand }
   | { command: "error"; message: string };
 
-export const USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
+export const USAGE = `Usage: keelson <command> …
+
+Commands:
+${commandList()}
+
+Usage: keelson start <entry> [options] [-- entry arguments]
 
 Runs <entry> (a module that builds a keelson App and calls listen()) in N node:cluster
 workers behind one port. SIGINT/SIGTERM: drain every worker and exit (0 when all exited
@@ -48,11 +54,7 @@ Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_
 
 ${CONTROL_USAGE}
 
-${DEV_USAGE}
-
-keelson client <entry> [--out DIR]   OpenAPI document + types for openapi-fetch (keelson client --help)
-keelson new <dir>                    a new project (keelson new --help)
-keelson bundle <entry> [--out DIR]   the service and this CLI bundled for production (keelson bundle --help)`;
+${DEV_USAGE}`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -94,10 +96,11 @@ function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): numb
 export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
   try {
     const [first, ...rest] = argv;
-    if ((first === "status" || first === "reload") && !rest.includes("--help") && !rest.includes("-h")) {
-      return { command: "control", control: parseControlCommand(first, rest, env) };
+    const help = rest.includes("--help") || rest.includes("-h");
+    if (first === "status" || first === "reload") {
+      return help ? { command: "help", usage: CONTROL_USAGE } : { command: "control", control: parseControlCommand(first, rest, env) };
     }
-    if (first === "dev" && !rest.includes("--help") && !rest.includes("-h")) return { command: "dev", dev: parseDevCommand(rest, env) };
+    if (first === "dev") return help ? { command: "help", usage: DEV_USAGE } : { command: "dev", dev: parseDevCommand(rest, env) };
     const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
       name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
     ]));
@@ -108,9 +111,9 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
     const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
-    if (values.help === true || own.length === 0) return { command: "help" };
+    if (values.help === true || own.length === 0) return { command: "help", usage: USAGE };
     const [command, entry, ...extra] = own;
-    if (command !== "start") return { command: "error", message: `unknown command "${command ?? ""}" (expected: start, dev, status, reload, client, new)` };
+    if (command !== "start") return { command: "error", message: unknownCommand(command ?? "") };
     if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
     if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };

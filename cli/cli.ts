@@ -1,53 +1,18 @@
 #!/usr/bin/env node
-import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
+// The `keelson` bin. It checks the Node version before anything else is linked: an import of a
+// builtin export an older Node lacks (node:module's `constants`, node:sqlite) fails at link time,
+// with a stack trace instead of a reason. So this file uses only syntax and builtins Node 18 can
+// load (no static import at all), and loads the real CLI once the version is known to be enough.
 
-// Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
-// is in process.env before any option is read.
-let runtime: RuntimeSetup | undefined;
-try {
-  runtime = prepareRuntime();
-} catch (error) {
-  process.stderr.write(`keelson: ${(error as Error).message}\n`);
-  process.exit(2);
-}
-const { USAGE, parseCli } = await import("./args.js");
-const { runControlCommand } = await import("./control-command.js");
-const { runDev } = await import("./dev.js");
-const { Supervisor } = await import("../supervisor/primary.js");
-const { runTool } = await import("./tools.js");
+/** The `engines.node` of package.json, as numbers: the release that has node:sqlite and the module compile cache. */
+const REQUIRED = { major: 22, minor: 13 };
 
-/**
- * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
- * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
- * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
- */
-// One-shot tools (client, new, bundle) exit when done: a user module they load may hold handles open.
-const tool = process.argv[2];
-if (tool === "client" || tool === "new" || tool === "bundle") process.exit(await runTool(tool, process.argv.slice(3)));
-const cli = parseCli(process.argv.slice(2));
-if (cli.command === "help") {
-  process.stdout.write(USAGE + "\n");
-} else if (cli.command === "error") {
-  process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
-  process.exitCode = 2;
-} else if (cli.command === "control") {
-  process.exitCode = await runControlCommand(cli.control);
-} else if (cli.command === "dev") {
-  await runDev(cli.dev).catch((error: unknown) => {
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
-    process.exitCode = 2;
-  });
-} else {
-  let supervisor: InstanceType<typeof Supervisor> | undefined;
-  try {
-    supervisor = new Supervisor(cli.options);
-    for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
-  } catch (error) {
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
-    process.exitCode = 2;
-  }
-  // A start that fails because the supervisor stopped (crash loop, signal) exits through `finished`.
-  supervisor?.start().catch((error: unknown) => {
-    if (!supervisor?.stopping) supervisor?.logger.error("supervisor failed to start: %s", (error as Error).message);
-  });
+const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);
+if (major < REQUIRED.major || (major === REQUIRED.major && minor < REQUIRED.minor)) {
+  process.stderr.write(
+    `keelson: needs Node.js >=${REQUIRED.major}.${REQUIRED.minor}, found ${process.version} (${process.execPath}); ` +
+      "install a current LTS from https://nodejs.org/en/download (or: nvm install --lts)\n",
+  );
+  process.exit(1);
 }
+await import("./main.js");

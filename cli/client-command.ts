@@ -5,6 +5,7 @@ import { parseArgs } from "node:util";
 import { buildOpenAPIDocument, type OpenAPIDocsConfig } from "../src/docs/openapi.js";
 import type { OpenAPIDocument } from "../src/docs/types.js";
 import type { RegisteredRoute } from "../src/http/route.js";
+import { typeScriptEntryHint } from "../supervisor/entry-hint.js";
 
 export const CLIENT_USAGE = `Usage: keelson client <entry> [--export NAME] [--out DIR]
        keelson client --from-url URL [--out DIR]
@@ -95,7 +96,10 @@ async function readDocument(source: { entry: string; exportName: string } | { ur
     if (!response.ok) throw new Error(`GET ${source.url} answered ${response.status}`);
     return (await response.json()) as OpenAPIDocument;
   }
-  const app = await loadApp(source.entry, source.exportName);
+  const app = await loadApp(source.entry, source.exportName).catch((error: unknown) => {
+    const hint = typeScriptEntryHint("client", source.entry, String((error as Error)?.stack ?? error), process.execArgv);
+    throw hint === undefined ? error : new Error(`${(error as Error).message}\nHint: ${hint}`, { cause: error });
+  });
   try {
     return buildOpenAPIDocument(app.routes, app.config.docs);
   } finally {

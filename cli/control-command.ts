@@ -1,7 +1,10 @@
 import type { ConsolaInstance } from "consola";
+import { resolve as resolvePath } from "node:path";
 import { parseArgs } from "node:util";
 import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
 import { sendControl } from "../supervisor/control-socket.js";
+import { findSupervisors } from "../supervisor/registry.js";
+import type { MetricsPortState } from "../src/metrics/metrics-port.js";
 import type { ReloadReport } from "../supervisor/reload.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { terminal } from "./terminal.js";
@@ -11,18 +14,22 @@ export interface ControlCommand {
   command: "status" | "reload";
   /** The control socket: `--socket`, else `KEELSON_CONTROL_SOCKET`, else the one of this folder and port. */
   socket: string;
+  /** `keelson status <pid|port|folder>`: the supervisor to find among this user's (then `socket` is not used). */
+  target?: string;
   json: boolean;
   /** `status --watch`: refresh every this many ms. */
   watchMs: number | undefined;
 }
 
-export const CONTROL_USAGE = `Usage: keelson status [--json] [--watch] [--interval MS] [--socket PATH] [--port N]
-       keelson reload [--json] [--socket PATH] [--port N]
+export const CONTROL_USAGE = `Usage: keelson status [pid|port|folder] [--json] [--watch] [--interval MS] [--socket PATH] [--port N]
+       keelson reload [pid|port|folder] [--json] [--socket PATH] [--port N]
 
 status: one row per worker (pid, generation, state, uptime, restarts, memory, event loop,
 requests in flight and per second), the primary's row and the crash-loop breaker.
 reload: a rolling reload of the running supervisor; prints which workers were replaced.
-Without --socket, finds the supervisor started from this folder with this PORT.`;
+Names the supervisor by its pid, the port it serves or the folder it was started from, from any
+folder (keelson ls lists them all); without a name or --socket, the one started from this folder
+with this PORT (or --port).`;
 
 /** Parses the arguments after `status` or `reload`; throws a one-line reason. */
 export function parseControlCommand(command: "status" | "reload", argv: readonly string[], env: NodeJS.ProcessEnv): ControlCommand {
@@ -33,7 +40,11 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
       watch: { type: "boolean" }, interval: { type: "string" },
     },
   });
-  if (positionals.length > 0) throw new Error(`unexpected argument(s): ${positionals.join(" ")}`);
+  if (positionals.length > 1) throw new Error(`unexpected argument(s): ${positionals.slice(1).join(" ")} (name one supervisor)`);
+  const target = positionals[0];
+  if (target !== undefined && (values.socket !== undefined || values.port !== undefined)) {
+    throw new Error(`name the supervisor one way: "${target}", --socket or --port`);
+  }
   if (command === "reload" && (values.watch === true || values.interval !== undefined)) throw new Error("--watch and --interval are for keelson status");
   const port = values.port === undefined ? undefined : Number(values.port);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
@@ -41,12 +52,16 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
   if (!Number.isFinite(interval) || interval < 100) throw new Error(`--interval expects milliseconds >= 100, got "${values.interval}"`);
   const fromEnv = env.KEELSON_CONTROL_SOCKET;
   const socket = values.socket ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : defaultControlSocket(process.cwd(), effectivePort(port, env), env));
-  return { command, socket, json: values.json === true, watchMs: values.watch === true || values.interval !== undefined ? interval : undefined };
+  return {
+    command, socket, ...(target === undefined ? {} : { target }), json: values.json === true,
+    watchMs: values.watch === true || values.interval !== undefined ? interval : undefined,
+  };
 }
 
 /** Runs the command; resolves with the exit code (0, or 1 when the supervisor cannot be reached or the reload stopped). */
-export async function runControlCommand(cli: ControlCommand): Promise<number> {
+export async function runControlCommand(command: ControlCommand): Promise<number> {
   try {
+    const cli = command.target === undefined ? command : { ...command, socket: await findByTarget(command.target) };
     if (cli.command === "reload") return await runReload(cli);
     do {
       const reply = await sendControl(cli.socket, { command: "status" }, 5000);
@@ -61,6 +76,24 @@ export async function runControlCommand(cli: ControlCommand): Promise<number> {
     (await terminal()).error((error as Error).message);
     return 1;
   }
+}
+
+/**
+ * The socket of the one running supervisor named by `target`: a number is a pid or the port it
+ * serves, anything else the folder it was started from. Throws when none or several match.
+ */
+async function findByTarget(target: string): Promise<string> {
+  const running = (await findSupervisors()).filter((found) => found.state === "running");
+  const number = /^\d+$/.test(target) ? Number(target) : undefined;
+  const folder = number === undefined ? resolvePath(target) : undefined;
+  const matches = running.filter(({ pid, status: { primary } }) => (number !== undefined ? pid === number || primary.port === number : primary.cwd === folder));
+  const describe = ({ pid, status: { primary } }: (typeof running)[number]) => `pid ${pid} (${primary.cwd}, port ${primary.port ?? "-"})`;
+  if (matches.length === 1) return matches[0]!.socket;
+  if (matches.length === 0) {
+    const what = number === undefined ? `started from ${folder}` : `with pid or port ${number}`;
+    throw new Error(`no running supervisor ${what}; ${running.length === 0 ? "none runs for this user" : `running: ${running.map(describe).join(", ")}`}`);
+  }
+  throw new Error(`${matches.length} supervisors match "${target}": ${matches.map(describe).join(", ")}; name one by its pid`);
 }
 
 async function runReload(cli: ControlCommand): Promise<number> {
@@ -89,6 +122,8 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
+  const metrics = status.features?.metrics as MetricsPortState | undefined;
+  if (metrics?.url !== undefined) consola.info(`metrics on ${metrics.url}${metrics.note === undefined ? "" : ` (${metrics.note})`}`);
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),
@@ -119,7 +154,7 @@ function formatBytes(bytes: number): string {
 }
 
 /** `850ms`, `12.3s`, `5m 03s`, `2h 05m`. */
-function formatDuration(ms: number): string {
+export function formatDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   const seconds = ms / 1000;
   if (seconds < 60) return `${seconds.toFixed(1)}s`;

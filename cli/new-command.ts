@@ -5,8 +5,8 @@ import { parseArgs } from "node:util";
 export const NEW_USAGE = `Usage: keelson new <dir> [--name NAME]
 
 Writes a ready keelson project into <dir> (which must not exist or be empty): package.json,
-tsconfig.json, src/ (an App with a validated route and a health checker), a vitest test using
-app.request(), a Dockerfile, a Makefile (make test, make run WORKERS=N). Then:
+tsconfig.json, src/ (an App with validated routes on a SQLite database every worker shares), a
+vitest test using app.request(), a Dockerfile, a Makefile (make test, make run WORKERS=N). Then:
   cd <dir> && make test && make run WORKERS=2
 
 Options:
@@ -29,6 +29,7 @@ function packageRoot(): string {
 
 interface KeelsonManifest {
   version: string;
+  engines: { node: string };
   devDependencies?: Record<string, string>;
 }
 
@@ -41,7 +42,8 @@ function manifest(name: string, keelson: KeelsonManifest): string {
     version: "0.1.0",
     private: true,
     type: "module",
-    engines: { node: ">=20.19" },
+    // The Node keelson needs: an older one installs the project and then fails at the first import.
+    engines: { node: keelson.engines.node },
     scripts: {
       build: "tsc -p tsconfig.json", bundle: "keelson bundle dist/main.js", start: "keelson start dist/main.js",
       test: "tsc --noEmit -p tsconfig.json && vitest run",

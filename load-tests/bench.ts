@@ -61,6 +61,11 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
     module: "./modes/tracing.js",
     options: ["--requests N       requests per variant and round (default 5000)", "--rounds N         interleaved rounds (default 15)"],
   },
+  "request-id": {
+    what: "ns per generated request id: keelson's generator against randomUUID() and others, in a tight loop",
+    module: "./modes/request-id.js",
+    options: ["--ids N            ids per candidate and round (default 1000000)", "--rounds N         interleaved rounds (default 9)"],
+  },
 };
 
 function usage(only?: string): string {

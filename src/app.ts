@@ -18,7 +18,8 @@ import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
 import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
-import { newLogger, type Logger } from "./logging/logger.js";
+import { levelRank, parseLogLevel } from "./logging/level.js";
+import { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 import { OpenStreams, isWebSocketRoute } from "./streams/open-streams.js";
@@ -53,13 +54,26 @@ export interface RouteTable {
   install(module: Module, router: Router): void;
 }
 
+/** The App's logger: the one given, else one at `logLevel` (else LOG_LEVEL, else the spec's rule). */
+function resolveLogger(config: KConfig, isProduction: boolean): Logger {
+  if (config.logLevel === undefined) return config.logger ?? new Logger({ isProduction });
+  const level = parseLogLevel(config.logLevel, "logLevel");
+  if (config.logger !== undefined) {
+    throw new Error(`logLevel ("${level}") cannot be combined with logger: give that Logger its own level (new Logger({ isProduction, level }))`);
+  }
+  return new Logger({ isProduction, level });
+}
+
 /**
  * The application: an h3 app with request logging, CORS, panic recovery, the KError → JSON
  * error handler, GET /health and the docs routes installed, plus the process lifecycle.
  */
 export class App implements Router {
   readonly config: ResolvedConfig;
-  /** The logger the App uses for its own lines and request logs. */
+  /**
+   * The logger the App uses for its own lines and request logs. **Its `error()` exits the process**
+   * (fatal startup errors); inside a handler log through `ctx.logger`, whose `error()` returns.
+   */
   readonly logger: Logger;
   /** The underlying h3 instance; routes added on it directly are logged and measured too. */
   readonly httpEngine: H3;
@@ -86,7 +100,7 @@ export class App implements Router {
 
   constructor(config: KConfig = {}) {
     this.config = resolveConfig(config);
-    this.logger = config.logger ?? newLogger(this.config.env === "production");
+    this.logger = resolveLogger(config, this.config.env === "production");
     const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
     this.#lifecycle = new Lifecycle({
@@ -111,6 +125,8 @@ export class App implements Router {
       health: !this.config.disableHealth,
       lifecycle: this.#lifecycle,
       routes: this.#routes,
+      requestIdHeader: this.config.requestIdHeader,
+      trustRequestId: this.config.trustRequestId,
     });
     this.httpEngine = this.#pipeline.engine;
     this.fetch = this.#pipeline.fetch;
@@ -159,7 +175,10 @@ export class App implements Router {
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
     const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
     const all = [...middleware, ...(route.options.middleware ?? [])];
-    this.httpEngine.on(route.method, path, handler, all.length > 0 ? { middleware: all } : undefined);
+    const logLevel = route.options.logLevel;
+    // The request line is written after h3 is done with the route: its threshold travels on the match.
+    const meta = logLevel === undefined ? undefined : { keelsonLogRank: levelRank(logLevel) };
+    this.httpEngine.on(route.method, path, handler, all.length > 0 || meta ? { middleware: all.length > 0 ? all : undefined, meta } : undefined);
     this.#routes.push({ method: route.method, path, route, middleware: all, appMiddleware: this.#appMiddleware });
     this.#pipeline.routesChanged();
   }

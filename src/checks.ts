@@ -38,7 +38,7 @@ function describeRule(rule: NumberRule): string {
 }
 
 /** `"abc"` for strings (so an empty or padded value shows), else String(value). */
-function show(value: unknown): string {
+export function show(value: unknown): string {
   return typeof value === "string" ? JSON.stringify(value) : String(value);
 }
 

@@ -1,8 +1,9 @@
-import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber } from "./checks.js";
+import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
 import type { OpenAPISecurityScheme } from "./docs/types.js";
 import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
-import type { Logger } from "./logging/logger.js";
+import type { Logger, LogLevel } from "./logging/logger.js";
 import { joinPath } from "./http/path.js";
+import { resolveRequestIdHeader } from "./http/request-id.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
@@ -68,16 +69,48 @@ export interface KConfig {
   serviceName?: string;
   /** Version reported by GET /health. Default: `docs.version`, else `1.0.0`. */
   version?: string;
-  /** Listen port. Default: the `PORT` environment variable, else 3000. */
+  /**
+   * Listen port, when the environment variable `portEnv` (`PORT`) does not set one: the operator's
+   * `PORT` (and `keelson start --port`) wins over the port written in the code. Default 3000.
+   */
   port?: number;
+  /**
+   * The environment variable that overrides `port`. Default `"PORT"`. A second App in the same
+   * process (an admin listener beside the service) names its own (`"ADMIN_PORT"`), or `false` to
+   * listen on `port` whatever the environment says.
+   *
+   * @example
+   * const admin = new App({ serviceName: "admin", port: 9100, portEnv: "ADMIN_PORT" });
+   */
+  portEnv?: string | false;
   /** Listen address. Default: all interfaces (Node's default). */
   host?: string;
   /** Default: `NODE_ENV` when it is one of the three values, else `development`. */
   env?: Env;
   disableHealth?: boolean;
   docs?: DocsConfig;
-  /** Default: `newLogger(env === "production")`. */
+  /**
+   * The App's logger (`app.logger`, whose `error()` exits the process; handlers get `ctx.logger`).
+   * Default: `new Logger({ isProduction: env === "production", level: logLevel })`.
+   */
   logger?: Logger;
+  /**
+   * Threshold of the App's logger and of every request logger: `debug`, `info`, `warn` or `error`.
+   * Default: the `LOG_LEVEL` environment variable when set, else `info` in production and `debug`
+   * otherwise. Not with `logger` (give that logger its own `level`). Routes can override it (`logLevel`).
+   */
+  logLevel?: LogLevel;
+  /**
+   * The request header that carries the request id, read on the request and set on the response.
+   * Default `x-request-id`.
+   */
+  requestIdHeader?: string;
+  /**
+   * Whether an incoming request id (well formed: 1–128 of `A-Z a-z 0-9 . _ : -`) is kept. `false`
+   * when clients reach the service directly and must not choose ids: every request gets a new one.
+   * Default true.
+   */
+  trustRequestId?: boolean;
   /** Default: allow any origin. */
   cors?: CorsConfig | false;
   /** Largest accepted request body in bytes, an integer >= 0. Default 1 MiB. */
@@ -112,6 +145,12 @@ export const DEFAULT_HEALTH_TIMEOUT = 500;
 export const DEFAULT_SHUTDOWN_TIMEOUT = 10_000;
 export const ENVS: readonly Env[] = ["development", "staging", "production"];
 
+/** `portEnv` is an environment variable's name (letters, digits, `_`, not starting with a digit) or false. */
+export function checkPortEnv(portEnv: unknown): asserts portEnv is string | false {
+  if (portEnv === false || (typeof portEnv === "string" && /^[A-Za-z_][A-Za-z0-9_]*$/.test(portEnv))) return;
+  throw new Error(`portEnv must be an environment variable name (such as "ADMIN_PORT") or false, got ${JSON.stringify(portEnv) ?? String(portEnv)}`);
+}
+
 /**
  * Refuses, with the option's name and value, every numeric or enumerated setting of a KConfig
  * (defaults applied) that has no meaning: NaN from `Number(undefined)`, Infinity, negatives,
@@ -132,23 +171,36 @@ export function checkConfig(config: Pick<Required<KConfig>, "port" | "env" | "bo
 }
 
 /** KConfig with every default applied. */
-export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
+export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv" | "env" | "disableHealth" | "bodyLimit" | "healthTimeout" | "shutdownTimeout" | "shutdownDelay">> {
   serviceName: string;
   version: string;
   host: string | undefined;
   docs: DocsConfig & { path: string; title: string; version: string; shedsLoad?: boolean };
+  /** Lower-cased. */
+  requestIdHeader: string;
+  trustRequestId: boolean;
+}
+
+function resolveBoolean(value: unknown, name: string, fallback: boolean): boolean {
+  if (value === undefined) return fallback;
+  if (typeof value !== "boolean") throw new Error(`${name} must be true or false, got ${show(value)}`);
+  return value;
 }
 
 /** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
 export function resolveConfig(config: KConfig): ResolvedConfig {
-  const envPort = config.port === undefined ? envNumber("PORT", PORT_RULE) : undefined;
+  const portEnv = config.portEnv ?? "PORT";
+  checkPortEnv(portEnv);
+  // Read whether or not the code sets a port: the operator's variable wins (docs/configuration.md#the-port).
+  const envPort = portEnv === false ? undefined : envNumber(portEnv, PORT_RULE);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
   const resolved: ResolvedConfig = {
     serviceName,
     version: config.version ?? docsVersion,
-    port: config.port ?? envPort ?? DEFAULT_PORT,
+    port: envPort ?? config.port ?? DEFAULT_PORT,
+    portEnv,
     host: config.host,
     env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
     disableHealth: config.disableHealth ?? false,
@@ -161,6 +213,8 @@ export function resolveConfig(config: KConfig): ResolvedConfig {
     healthTimeout: config.healthTimeout ?? DEFAULT_HEALTH_TIMEOUT,
     shutdownTimeout: config.shutdownTimeout ?? DEFAULT_SHUTDOWN_TIMEOUT,
     shutdownDelay: config.shutdownDelay ?? 0,
+    requestIdHeader: resolveRequestIdHeader(config.requestIdHeader),
+    trustRequestId: resolveBoolean(config.trustRequestId, "trustRequestId", true),
   };
   checkConfig({ ...resolved, cors: config.cors });
   return resolved;

@@ -19,8 +19,9 @@ export type { ShutdownReport } from "./lifecycle/lifecycle.js";
 export { defineJob, type Job, type JobContext, type JobLeases, type JobOptions, type JobRunOn, type JobStore } from "./jobs/define.js";
 export {
   LogFormatJSON, LogFormatText, Logger, flushAllLoggers, newLogger, newLoggerWithFormat,
-  type LogFormat, type LogWriter, type RequestLogEntry,
+  type LogFormat, type LogLevel, type LogWriter, type RequestLogEntry, type RouteLogLevel,
 } from "./logging/logger.js";
+export { RequestLogger, type LogFieldValue } from "./logging/request-logger.js";
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";

@@ -36,7 +36,11 @@ export function defaultControlSocket(cwd: string, port: number, env: NodeJS.Proc
  */
 export function prepareControlFolder(socketPath: string, env: NodeJS.ProcessEnv = process.env): void {
   const folder = dirname(socketPath);
-  if (folder !== controlSocketFolder(env)) return;
+  if (folder === controlSocketFolder(env)) ensurePrivateFolder(folder);
+}
+
+/** Creates `folder` (mode 0700) or checks it: a directory of this user, closed to others. */
+export function ensurePrivateFolder(folder: string): void {
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   const stat = lstatSync(folder);
   const uid = process.getuid?.();

@@ -59,7 +59,13 @@ async function removeStaleSocket(path: string): Promise<void> {
     return;
   }
   if (!stat.isSocket()) throw new Error(`${path} exists and is not a socket: refusing to replace it`);
-  const live = await new Promise<boolean>((resolve) => {
+  if (await isListening(path)) throw new Error(`another supervisor is listening on ${path} (same folder and port?)`);
+  unlinkSync(path);
+}
+
+/** True when something accepts connections on the Unix socket `path`; false when nothing does (a supervisor that is gone). */
+export function isListening(path: string): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = connect(path);
     probe.once("connect", () => {
       probe.destroy();
@@ -67,8 +73,6 @@ async function removeStaleSocket(path: string): Promise<void> {
     });
     probe.once("error", () => resolve(false));
   });
-  if (live) throw new Error(`another supervisor is listening on ${path} (same folder and port?)`);
-  unlinkSync(path);
 }
 
 function serve(socket: Socket, host: ControlHost, logger: Logger): void {
@@ -118,7 +122,7 @@ function closeServer(server: Server, path: string): Promise<void> {
 function describeConnectError(path: string, error: NodeJS.ErrnoException): string {
   switch (error.code) {
     case "ENOENT":
-      return `no supervisor at ${path}: none runs from this folder with this PORT (pass --port, or --socket with the path it printed at start)`;
+      return `no supervisor at ${path}: none runs from this folder with this PORT (keelson ls lists every supervisor; name one: keelson status <pid|port|folder>)`;
     case "ECONNREFUSED":
       return `no supervisor answers at ${path} (a stale socket: its supervisor is gone)`;
     case "EACCES":

@@ -65,6 +65,8 @@ export interface SupervisorOptions {
 /** SupervisorOptions with every default applied. */
 export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
   port: number | undefined;
+  /** True when `metricsPort` is the default (no option, flag or variable chose it): taken, a free port is used instead. */
+  metricsPortIsDefault: boolean;
   metricsHost: string | undefined;
   /** Bytes; undefined when there is no limit. */
   maxMemory: number | undefined;
@@ -156,6 +158,7 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
     metricsPort: resolveMetricsPort(options.metricsPort, process.env),
+    metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
     metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),
@@ -175,4 +178,15 @@ function resolveMaxMemory(value: number | string | undefined): number | undefine
   if (typeof value === "string") return parseSize(value);
   if (!Number.isFinite(value) || value <= 0) throw new Error(`maxMemory must be a number of bytes above 0, got ${String(value)}`);
   return value;
+}
+
+/**
+ * The port the workers are asked to serve: `port` (`--port`), else the `PORT` they inherit; undefined
+ * when neither is set (the App's own `port`, else 3000, decides) or 0 (a free port the kernel picks).
+ */
+export function askedPort(options: Pick<ResolvedSupervisorOptions, "port" | "env">, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  if (options.port !== undefined) return options.port || undefined;
+  const raw = options.env.PORT ?? env.PORT;
+  const value = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
+  return Number.isInteger(value) && value > 0 ? value : undefined;
 }

@@ -9,7 +9,9 @@ import { systemClock, type Clock } from "./clock.js";
 import { openControlSocket, type ControlServer } from "./control-socket.js";
 import { FEATURES, type FeatureInstaller } from "./features.js";
 import { MemoryLimit } from "./memory-limit.js";
-import { resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
+import { typeScriptEntryHint } from "./entry-hint.js";
+import { registerSupervisor } from "./registry.js";
+import { askedPort, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
@@ -69,6 +71,8 @@ export class Supervisor {
   #fork: ForkWorker | undefined;
   /** Features' stop listeners: called when stopping begins, before the workers drain. */
   readonly #onStop: Array<() => void> = [];
+  /** The features' sections of `keelson status` (FeatureHost.addStatus), read at every status request. */
+  readonly #statusSections = new Map<string, () => unknown>();
   #control: Promise<ControlServer | undefined> | undefined;
   readonly #memory: MemoryLimit | undefined;
   #finish!: (report: StopReport) => void;
@@ -110,6 +114,7 @@ export class Supervisor {
       reloading: () => this.#reloading !== undefined,
       stopping: () => this.stopping,
       crashLoop: () => this.#crashLoop !== undefined,
+      sections: () => Object.fromEntries([...this.#statusSections].map(([name, read]) => [name, read()])),
     });
     const { maxMemory, maxMemoryWindow } = this.options;
     this.#memory = maxMemory === undefined ? undefined : new MemoryLimit({
@@ -117,6 +122,7 @@ export class Supervisor {
       onWorker: (listener) => this.#pool.onWorker(listener),
       replace: (handle, why) => this.#replaceOverLimit(handle, why),
     });
+    this.#pool.onWorker((handle) => void handle.ready.then(() => this.#checkPort(handle), () => {}));
     const host = this.#featureHost();
     for (const install of seams.features ?? FEATURES) install(host, this.options);
   }
@@ -135,6 +141,7 @@ export class Supervisor {
       onWorker: (listener) => this.#pool.onWorker(listener),
       onStop: (listener) => void this.#onStop.push(listener),
       fail: (reason) => this.fail(reason),
+      addStatus: (name, read) => void this.#statusSections.set(name, read),
       excuseCrashes: (judge) => this.#pool.excuseCrashes(judge),
     };
   }
@@ -334,7 +341,8 @@ export class Supervisor {
    */
   #failedToStart(handle: WorkerHandle): boolean {
     if (this.#onStarted === undefined) return false;
-    this.#startupFailure ??= `${handle.name} exited ${handle.describeEnd()}`;
+    const hint = typeScriptEntryHint("start", this.options.entry, handle.failure, this.options.execArgv, this.options.env.NODE_OPTIONS);
+    this.#startupFailure ??= `${handle.name} exited ${handle.describeEnd()}${hint === undefined ? "" : `. Hint: ${hint}`}`;
     void this.stop("startup failed");
     return true;
   }
@@ -350,14 +358,25 @@ export class Supervisor {
     try {
       const server = await openControlSocket(path, { status: () => this.status(), reload: () => this.reload() }, this.logger);
       this.logger.info("control socket %s (keelson status, keelson reload)", path);
-      return server;
+      const unregister = registerSupervisor({ socket: resolvePath(path), cwd: process.cwd(), entry: this.options.entry });
+      return { path, close: () => server.close().finally(unregister) };
     } catch (error) {
       this.logger.warn("no control socket: %s", (error as Error).message);
       return undefined;
     }
   }
 
+  /** A worker listening elsewhere than asked: the supervisor must not report a port it does not serve. */
+  #checkPort(handle: WorkerHandle): void {
+    const asked = askedPort(this.options);
+    const port = handle.info?.port;
+    if (asked === undefined || port === undefined || port === asked || this.#stopping) return;
+    void this.fail(`${handle.name} listens on port ${port}, not on ${asked} (--port or PORT): its App does not take PORT `
+      + `(portEnv) or the entry listens on its own; nothing is served on ${asked}`);
+  }
+
   #checkAllReady(): void {
+    if (this.#stopping !== undefined) return;
     if (this.#onStarted === undefined || !this.#pool.slots.every((slot) => slot.current?.state === "ready")) return;
     const first = this.#pool.slots[0]?.current?.info;
     const docs = first?.docsUrl === undefined ? "" : `, docs ${first.docsUrl}`;

@@ -25,10 +25,21 @@ export interface WorkerStatus {
 export interface StatusReport {
   primary: {
     pid: number; uptimeMs: number; rss: number; heapUsed: number; elu: number; entry: string; workers: number; reloading: boolean; stopping: boolean;
+    /** The folder it was started from (entry paths are relative to it). */
+    cwd: string;
+    /** The port its workers serve, once one is ready; undefined before. */
+    port: number | undefined;
+    /** Its control socket, if it has one. */
+    controlSocket: string | undefined;
     /** Open file descriptors and their soft limit (absent: unlimited); absent where unknown (not Linux). */
     fds?: number;
     fdLimit?: number;
   };
+  /**
+   * What the cluster features report (FeatureHost.addStatus), by name: `metrics` is where the
+   * cluster-wide metrics are served (`{ url, note }`, `note` saying why not on the port asked).
+   */
+  features: Record<string, unknown>;
   breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
   workers: WorkerStatus[];
 }
@@ -44,6 +55,7 @@ export interface StatusHost {
   reloading(): boolean;
   stopping(): boolean;
   crashLoop(): boolean;
+  sections(): Record<string, unknown>;
 }
 
 /**
@@ -84,6 +96,8 @@ export class StatusBoard {
       primary: {
         pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
+        cwd: process.cwd(), port: live.find((handle) => handle.info !== undefined)?.info?.port,
+        controlSocket: this.#options.controlSocket === false ? undefined : this.#options.controlSocket,
         ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
       },
       breaker: {
@@ -91,6 +105,7 @@ export class StatusBoard {
         maxCrashes: crashLoop.maxCrashes, windowMs: crashLoop.window,
       },
       workers: live.toSorted((a, b) => a.id - b.id || a.generation - b.generation).map((handle) => this.#row(handle, now)),
+      features: this.#host.sections(),
     };
   }
 

@@ -22,6 +22,7 @@ describe("new App(config): defaults", () => {
       serviceName: "keelson-service",
       version: "1.0.0",
       port: 3000,
+      portEnv: "PORT",
       host: undefined,
       env: "development",
       disableHealth: false,
@@ -30,23 +31,41 @@ describe("new App(config): defaults", () => {
       healthTimeout: 500,
       shutdownTimeout: 10_000,
       shutdownDelay: 0,
+      requestIdHeader: "x-request-id",
+      trustRequestId: true,
     });
   });
 
-  it("takes the port from PORT when the config has none", () => {
+  it("takes the port from PORT first (the operator's), else the config's, else 3000", () => {
     vi.stubEnv("PORT", "4321");
     expect(new App().config.port).toBe(4321);
-    expect(new App({ port: 5555 }).config.port).toBe(5555);
-    expect(new App({ port: 0 }).config.port).toBe(0);
+    expect(new App({ port: 5555 }).config.port).toBe(4321);
+    expect(new App({ port: 0 }).config.port).toBe(4321);
     vi.stubEnv("PORT", "");
     expect(new App().config.port).toBe(3000);
+    expect(new App({ port: 5555 }).config.port).toBe(5555);
+    vi.stubEnv("PORT", undefined);
+    expect(new App({ port: 0 }).config.port).toBe(0);
+    // A second App beside the service: its own variable, or none.
+    vi.stubEnv("PORT", "4321");
+    vi.stubEnv("ADMIN_PORT", "9100");
+    expect(new App({ port: 0, portEnv: "ADMIN_PORT" }).config.port).toBe(9100);
+    expect(new App({ port: 0, portEnv: false }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "");
+    expect(new App({ port: 5555, portEnv: "ADMIN_PORT" }).config.port).toBe(5555);
   });
 
   it("refuses a PORT that is not a port when the App is made, naming the variable", () => {
     vi.stubEnv("PORT", "http");
     expect(() => new App({ logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
-    // An explicit port wins: PORT is not even read.
-    expect(new App({ port: 0, logger: captureLogs().logger }).config.port).toBe(0);
+    // PORT wins over the code's port, so it is read (and refused) with an explicit port too; an App
+    // whose port ignores the environment does not read it.
+    expect(() => new App({ port: 0, logger: captureLogs().logger })).toThrow('PORT must be an integer from 0 to 65535, got "http"');
+    expect(new App({ port: 0, portEnv: false, logger: captureLogs().logger }).config.port).toBe(0);
+    vi.stubEnv("ADMIN_PORT", "x1");
+    expect(() => new App({ port: 0, portEnv: "ADMIN_PORT" })).toThrow('ADMIN_PORT must be an integer from 0 to 65535, got "x1"');
+    expect(() => new App({ portEnv: "" })).toThrow('portEnv must be an environment variable name (such as "ADMIN_PORT") or false, got ""');
+    expect(() => new App({ portEnv: true as unknown as false })).toThrow("portEnv must be an environment variable name");
   });
 
   it("takes env from NODE_ENV only when it is one of the three values", () => {
@@ -95,7 +114,7 @@ describe("construction order", () => {
     const res = await app.request("/panic", { headers: { origin: "https://app.example" } });
     expect(res.status).toBe(500);
     expect(res.headers.get("access-control-allow-origin")).toBe("*");
-    expect(await res.json()).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error" });
+    expect(await res.json()).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error", request_id: res.headers.get("x-request-id") });
     expect(logs.lines().at(-1)).toMatch(requestLine("ERROR", "GET", "/panic", 500));
   });
 
@@ -232,9 +251,10 @@ describeBoth(
     it("recovers a thrown string as 500 and keeps serving", async () => {
       const res = await t().fetch("/string-throw");
       expect(res.status).toBe(500);
-      expect(await res.json()).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error" });
+      const id = res.headers.get("x-request-id");
+      expect(await res.json()).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error", request_id: id });
       const lines = t().logs.lines();
-      expect(lines[0]).toMatch(/^\[ERROR\] .* GET \/string-throw failed: a plain string$/);
+      expect(lines[0]).toMatch(new RegExp(String.raw`^\[ERROR\] .* GET /string-throw failed: a plain string request_id=${id}$`));
       expect(lines[1]).toMatch(requestLine("ERROR", "GET", "/string-throw", 500));
       expect((await t().fetch("/async")).status).toBe(200);
     });
@@ -262,8 +282,8 @@ describe("request log lines", () => {
       await app.request("/ok?secret=1");
       await app.request("/nope");
       const lines = logs.lines();
-      expect(lines[0]).toMatch(/^\[INFO\] 2026-11-22 05:30:33 GET \/ok 200 \d+\.\d\dms$/);
-      expect(lines[1]).toMatch(/^\[WARN\] 2026-11-22 05:30:33 GET \/nope 404 \d+\.\d\dms$/);
+      expect(lines[0]).toMatch(/^\[INFO\] 2026-11-22 05:30:33 GET \/ok 200 \d+\.\d\dms request_id=[0-9a-f]{10}-\d+$/);
+      expect(lines[1]).toMatch(/^\[WARN\] 2026-11-22 05:30:33 GET \/nope 404 \d+\.\d\dms request_id=[0-9a-f]{10}-\d+$/);
     } finally {
       vi.useRealTimers();
     }
@@ -280,7 +300,7 @@ describe("request log lines", () => {
     const requests = logs.lines().filter((line) => line.includes('"method"'));
     expect(requests).toHaveLength(3);
     for (const line of requests) {
-      expect(line).toMatch(/^\{"level":"(info|warn|error)","time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","method":"[A-Z]+","path":"[^"?]+","status":\d{3},"duration":"\d+\.\d{1,2}m?s"\}$/);
+      expect(line).toMatch(/^\{"level":"(info|warn|error)","time":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z","method":"[A-Z]+","path":"[^"?]+","status":\d{3},"duration":"\d+\.\d{1,2}m?s","request_id":"[0-9a-f]{10}-\d+"\}$/);
     }
     expect(requests.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
       expect.objectContaining({ level: "info", method: "POST", path: "/books", status: 201 }),
@@ -289,17 +309,17 @@ describe("request log lines", () => {
     ]);
   });
 
-  it("gives handlers the App's logger; their lines come before the request line", async () => {
+  it("gives handlers a request logger on the App's output; their lines come before the request line", async () => {
     const logs = captureLogs();
     const app = new App({ logger: logs.logger });
     app.route(get("/work", (ctx) => {
-      expect(ctx.logger).toBe(app.logger);
+      expect(ctx.logger).toBe(ctx.logger);
       ctx.logger.info("working on %s", ctx.params);
       return {};
     }));
-    await app.request("/work");
+    const res = await app.request("/work");
     const lines = logs.lines();
-    expect(lines[0]).toMatch(/^\[INFO\] .* working on \{\}$/);
+    expect(lines[0]).toMatch(new RegExp(String.raw`^\[INFO\] .* working on \{\} request_id=${res.headers.get("x-request-id")}$`));
     expect(lines[1]).toMatch(requestLine("INFO", "GET", "/work", 200));
   });
 });

@@ -105,7 +105,9 @@ describeBoth("error responses", buildFailingApp, (t) => {
     const res = await t().fetch(`/kerror/${code}`);
     expect(res.status).toBe(info.status);
     expect(res.headers.get("content-type")).toBe(JSON_TYPE);
-    expect(await res.json()).toEqual({ status_code: info.status, code, message: info.message });
+    // A 5xx body also names the request, by the id its response header carries.
+    const id = info.status >= 500 ? { request_id: res.headers.get("x-request-id") } : {};
+    expect(await res.json()).toEqual({ status_code: info.status, code, message: info.message, ...id });
     const level = info.status >= 500 ? "ERROR" : "WARN";
     expect(t().logs.lines().at(-1)).toMatch(requestLine(level, "GET", `/kerror/${code}`, info.status));
   });
@@ -118,7 +120,7 @@ describeBoth("error responses", buildFailingApp, (t) => {
   it("adds a KError's own headers to its response, never to its body", async () => {
     const res = await t().fetch("/busy");
     expect([res.status, res.headers.get("retry-after"), res.headers.get("content-type")]).toEqual([503, "30", JSON_TYPE]);
-    expect(await res.json()).toEqual({ status_code: 503, code: "BUSY", message: "Try later" });
+    expect(await res.json()).toEqual({ status_code: 503, code: "BUSY", message: "Try later", request_id: res.headers.get("x-request-id") });
   });
 
   it.each(["/throw-error", "/reject", "/reject-string", "/throw-object", "/foreign-status"])(
@@ -127,11 +129,13 @@ describeBoth("error responses", buildFailingApp, (t) => {
       const res = await t().fetch(`${path}?token=tok-123`);
       const body = await res.text();
       expect(res.status).toBe(500);
-      expect(JSON.parse(body)).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error" });
+      const id = res.headers.get("x-request-id");
+      expect(JSON.parse(body)).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error", request_id: id });
       expect(body).not.toMatch(/hunter2|string/);
       const lines = t().logs.lines();
       expect(lines).toHaveLength(2);
-      expect(lines[0]).toMatch(new RegExp(String.raw`^\[ERROR\] .* GET ${path} failed: `));
+      expect(lines[0]).toMatch(new RegExp(String.raw`^\[ERROR\] .* GET ${path} failed: .* request_id=${id}$`));
+      expect(lines[1]).toContain(` request_id=${id}`);
       expect(lines[1]).toMatch(requestLine("ERROR", "GET", path, 500));
       expect(lines.join("\n")).not.toContain("tok-123");
     },
@@ -146,14 +150,16 @@ describeBoth("error responses", buildFailingApp, (t) => {
 
   it("logs a thrown non-Error by value", async () => {
     await t().fetch("/reject-string");
-    expect(t().logs.lines()[0]).toMatch(/GET \/reject-string failed: rejected with a string$/);
+    expect(t().logs.lines()[0]).toMatch(/GET \/reject-string failed: rejected with a string request_id=\S+$/);
     await t().fetch("/throw-object");
-    expect(t().logs.lines()[2]).toMatch(/GET \/throw-object failed: \{"secret":"hunter2"\}$/);
+    expect(t().logs.lines()[2]).toMatch(/GET \/throw-object failed: \{"secret":"hunter2"\} request_id=\S+$/);
   });
 
   it("sends internal()'s message and logs its cause's stack", async () => {
     const res = await t().fetch("/internal");
-    expect(await res.json()).toEqual({ status_code: 500, code: "INTERNAL_ERROR", message: "Could not load the catalogue" });
+    expect(await res.json()).toEqual({
+      status_code: 500, code: "INTERNAL_ERROR", message: "Could not load the catalogue", request_id: res.headers.get("x-request-id"),
+    });
     expect(t().logs.lines()[0]).toMatch(/GET \/internal failed: Error: password=hunter2 at db\.internal:5432\\n {4}at /);
   });
 
@@ -172,7 +178,8 @@ describeBoth("error responses", buildFailingApp, (t) => {
   ])("an h3 HTTPError thrown on purpose keeps its status %i, with a safe message", async (status, code, message) => {
     const res = await t().fetch(`/http-error/${status}?token=tok-123`);
     const body = await res.text();
-    expect([res.status, JSON.parse(body)]).toEqual([status, { status_code: status, code, message }]);
+    const id = status >= 500 ? { request_id: res.headers.get("x-request-id") } : {};
+    expect([res.status, JSON.parse(body)]).toEqual([status, { status_code: status, code, message, ...id }]);
     expect(body).not.toContain("internal detail");
     const log = t().logs.lines().join("\n");
     expect(log).not.toContain("tok-123");

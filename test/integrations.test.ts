@@ -158,7 +158,7 @@ describe("tracer", () => {
     const logs = captureLogs("json");
     const app = new App({ logger: logs.logger });
     await app.request("/health");
-    expect(Object.keys(logs.entries()[0] ?? {})).toEqual(["level", "time", "method", "path", "status", "duration"]);
+    expect(Object.keys(logs.entries()[0] ?? {})).toEqual(["level", "time", "method", "path", "status", "duration", "request_id"]);
   });
 });
 

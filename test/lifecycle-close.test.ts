@@ -68,6 +68,17 @@ describe("close()", () => {
     expect(logs().join("\n")).toMatch(/running 2 shutdown hook\(s\): first, second/);
   });
 
+  it("logs a hook's duration only when it took a tenth of the budget or more; no debug line per hook", async () => {
+    const { app, logs } = newApp({ shutdownTimeout: 2000 });
+    app.onShutdown(() => {}, "quick");
+    app.onShutdown(() => sleep(400), "slow");
+    await listening(app);
+    expect((await app.close()).clean).toBe(true);
+    const hookLines = logs().filter((line) => /shutdown hook (quick|slow)\b/.test(line));
+    expect(hookLines).toHaveLength(1);
+    expect(hookLines[0]).toMatch(/^\[INFO\] .* shutdown hook slow took \d+ms of the 2000ms budget$/);
+  });
+
   it("before listen() runs the hooks, and a later listen() rejects", async () => {
     const { app } = newApp();
     let ran = 0;

@@ -154,10 +154,12 @@ describe("request lines", () => {
     expect(parsed["trace_id"]).toBe(entry.traceId);
   });
 
-  it("text line keeps the documented shape even when ids are present", () => {
+  it("text line: the documented shape, then the ids as key=value fields, escaped like every field", () => {
     freezeTime();
     const entry = { method: "GET", path: "/x", status: 200, durationMs: 1500, requestId: "r", traceId: "t" };
-    expect(logged(false, (log) => log.request(entry))).toBe(`[INFO] ${TEXT_TIME} GET /x 200 1.50s\n`);
+    expect(logged(false, (log) => log.request(entry))).toBe(`[INFO] ${TEXT_TIME} GET /x 200 1.50s request_id=r trace_id=t\n`);
+    expect(logged(false, (log) => log.request({ ...entry, requestId: "a\nb", traceId: undefined }))).toBe(`[INFO] ${TEXT_TIME} GET /x 200 1.50s request_id=a\\nb\n`);
+    expect(logged(false, (log) => log.request({ method: "GET", path: "/x", status: 200, durationMs: 1500 }))).toBe(`[INFO] ${TEXT_TIME} GET /x 200 1.50s\n`);
   });
 
   it("JSON-escapes quotes and unicode in path and ids", () => {

@@ -7,6 +7,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseExposition, type Exposition } from "./fixtures/metrics-exposition.js";
 import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
+import { sendControl } from "../supervisor/control-socket.js";
 
 // Two real workers under the real supervisor (CLI from source), real sockets, real signals.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -208,6 +209,38 @@ describe("the primary's metrics port (2 real workers)", () => {
     // It merged and served every scrape without prom-client: only the workers load it.
     expect(cluster.output()).not.toMatch(/primary loaded/);
   });
+
+  it("two services on one host with the default metrics port both start: one that finds it taken serves on a free port and says so", async () => {
+    const env = { KEELSON_METRICS_PORT: "", KEELSON_CONTROL_SOCKET: "" };
+    const first = await startCluster(env, []);
+    await first.waitFor(/worker\(s\) ready in/);
+    const second = await startCluster(env, []);
+    await second.waitFor(/worker\(s\) ready in/);
+    const reports = await Promise.all([first, second].map(async (cluster) => {
+      const socket = /control socket (\S+) /.exec(cluster.output())?.[1] ?? "";
+      const reply = await sendControl(socket, { command: "status" }, 5000);
+      if (!reply.ok || !("status" in reply)) throw new Error(JSON.stringify(reply));
+      return { cluster, metrics: reply.status.features.metrics as { url: string; note?: string } | undefined };
+    }));
+    // 9464 serves one of them at most (another test may hold it): the other one, at least, moved.
+    expect(reports[0]!.metrics?.url).not.toBe(reports[1]!.metrics?.url);
+    const moved = reports.filter(({ metrics }) => metrics?.note !== undefined);
+    expect(moved.length).toBeGreaterThanOrEqual(1);
+    for (const { cluster, metrics } of moved) {
+      expect(metrics?.note).toBe("the default port 9464 is taken (another service on this host?): set --metrics-port (KEELSON_METRICS_PORT) to choose one");
+      // Said in its first lines: before the ready line.
+      const lines = cluster.output().split("\n");
+      const warned = lines.findIndex((line) => line.includes(`[WARN]`) && line.includes(`cluster-wide metrics on ${metrics?.url ?? ""}: the default port 9464 is taken`));
+      expect(warned).toBeGreaterThanOrEqual(0);
+      expect(warned).toBeLessThan(lines.findIndex((line) => /worker\(s\) ready in/.test(line)));
+      const scraped = await get(Number(new URL(metrics?.url ?? "").port), "/metrics");
+      expect(scraped.status).toBe(200);
+    }
+    for (const { cluster } of reports) {
+      process.kill(cluster.pid, "SIGTERM");
+      expect((await cluster.exited).code).toBe(0);
+    }
+  }, 60_000);
 
   it("a taken metrics port stops the supervisor with exit 1 and says so in its last line", async () => {
     const taken = createServer();

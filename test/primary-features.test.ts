@@ -42,6 +42,7 @@ describe("cluster features on the primary", () => {
       onWorker: () => (workerListeners++, () => {}),
       onStop: () => void stopListeners++,
       fail: () => {},
+      addStatus: () => {},
     };
     const options = resolveOptions({ entry: "app.ts", workers: 1, metricsPort: 0, controlSocket: false });
     for (const install of FEATURES) install(host, options);

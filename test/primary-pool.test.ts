@@ -29,7 +29,7 @@ describe("the worker pool (in-process)", () => {
     sup.cluster.slot(3).ready();
     await sup.clock.advance(0);
     expect(started).toBe(true);
-    expect(sup.output()).toMatch(/3 worker\(s\) ready in 0ms: http:\/\/127\.0\.0\.1:3000/);
+    expect(sup.output()).toMatch(/3 worker\(s\) ready in 0ms: http:\/\/127\.0\.0\.1:8080/);
   });
 
   it("restarts a crashed worker after its backoff, doubling up to the max, back to the first delay after a stable uptime", async () => {

@@ -1,6 +1,6 @@
 // keelson status / keelson reload against a real supervisor over its control socket.
 import { execFile } from "node:child_process";
-import { chmodSync, existsSync, mkdtempSync, statSync } from "node:fs";
+import { chmodSync, copyFileSync, existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -123,12 +123,23 @@ describe("supervisor: control socket", () => {
     await second.waitFor(/worker\(s\) ready in/);
     expect(await socketOf(second)).toBe(chosen);
     expect(statSync(chosen).mode & 0o777).toBe(0o600);
-    for (const socket of [await socketOf(first), chosen]) {
-      const probe = `require("net").connect(${JSON.stringify(socket)}).on("connect", () => { console.log("CONNECTED"); process.exit(0); })`
-        + `.on("error", (e) => { console.log(e.code); process.exit(0); })`;
-      const { stdout } = await run("runuser", ["-u", "nobody", "--", process.execPath, "-e", probe], { timeout: 20_000 });
-      expect(stdout.trim()).toBe("EACCES");
-      expect((await status(socket)).workers).toHaveLength(1);
+    // `nobody` runs a copy of this Node from a world-readable folder: the repository's own Node
+    // (.cache/node) may sit inside a private (0700) folder, such as a home directory or `mktemp -d`.
+    const probeDir = mkdtempSync(join(tmpdir(), "keelson-probe-"));
+    try {
+      chmodSync(probeDir, 0o755);
+      const node = join(probeDir, "node");
+      copyFileSync(process.execPath, node);
+      chmodSync(node, 0o755);
+      for (const socket of [await socketOf(first), chosen]) {
+        const probe = `require("net").connect(${JSON.stringify(socket)}).on("connect", () => { console.log("CONNECTED"); process.exit(0); })`
+          + `.on("error", (e) => { console.log(e.code); process.exit(0); })`;
+        const { stdout } = await run("runuser", ["-u", "nobody", "--", node, "-e", probe], { cwd: probeDir, timeout: 20_000 });
+        expect(stdout.trim()).toBe("EACCES");
+        expect((await status(socket)).workers).toHaveLength(1);
+      }
+    } finally {
+      rmSync(probeDir, { recursive: true, force: true });
     }
   });
 

@@ -7,7 +7,9 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
-import { parseCli } from "../cli/args.js";
+import { parseCli, USAGE } from "../cli/args.js";
+import { CONTROL_USAGE } from "../cli/control-command.js";
+import { unknownCommand } from "../cli/verbs.js";
 import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
@@ -102,9 +104,10 @@ describe("supervisor command line", () => {
   });
 
   it("answers help and names what is wrong otherwise", () => {
-    expect(parseCli([])).toEqual({ command: "help" });
-    expect(parseCli(["--help"])).toEqual({ command: "help" });
-    expect(usageError(["run", ENTRY])).toBe('unknown command "run" (expected: start, dev, status, reload, client, new)');
+    expect(parseCli([])).toEqual({ command: "help", usage: USAGE });
+    expect(parseCli(["--help"])).toEqual({ command: "help", usage: USAGE });
+    expect(usageError(["run", ENTRY])).toBe(unknownCommand("run"));
+    expect(unknownCommand("run")).toBe('unknown command "run" (expected one of: start, dev, ls, status, reload, client, new, bundle)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
     expect(usageError(["start", ENTRY, "--workers", "x"])).toBe('--workers must be an integer >= 1, got "x"');
@@ -127,14 +130,16 @@ describe("supervisor command line", () => {
     expect(usageError(["reload", "--watch"])).toBe("--watch and --interval are for keelson status");
     expect(usageError(["status", "--port", "http"])).toBe('--port expects an integer from 0 to 65535, got "http"');
     expect(usageError(["status", "--interval", "5"])).toBe('--interval expects milliseconds >= 100, got "5"');
-    expect(usageError(["status", "extra"])).toBe("unexpected argument(s): extra");
-    expect(parseCli(["status", "--help"])).toEqual({ command: "help" });
+    expect(usageError(["status", "extra", "more"])).toBe("unexpected argument(s): more (name one supervisor)");
+    expect(usageError(["status", "3000", "--port", "3000"])).toBe('name the supervisor one way: "3000", --socket or --port');
+    expect(parseCli(["status", "--help"])).toEqual({ command: "help", usage: CONTROL_USAGE });
   });
 
   it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {
     const help = runCli("--help");
     expect(help.status).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
+    expect(help.stdout).toMatch(/^Usage: keelson <command> …\n\nCommands:\n/);
+    expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/m);
     // `npm bin` was removed in npm 9; npx resolves the local bin on every npm since 7.
     expect(help.stdout).not.toContain("npm bin");
     expect(help.stdout).toContain('NODE_OPTIONS="--import tsx" npx keelson start app.ts');

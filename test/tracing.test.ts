@@ -65,6 +65,7 @@ describe("server spans", () => {
       "server.address": "books.example",
       "server.port": 8080,
       "user_agent.original": "vitest",
+      "keelson.request_id": response.headers.get("x-request-id"),
       "http.route": "/books/:id",
       "http.response.status_code": 200,
     });

@@ -56,6 +56,11 @@ export interface FeatureHost {
   /** Stops the primary with exit 1 and `reason` as its last word: a failure the orchestrator must see. */
   fail(reason: string): unknown;
   /**
+   * Adds the section `name` to `keelson status` (`features[name]` of the StatusReport): `read` is
+   * called at every status request; undefined leaves the section out.
+   */
+  addStatus(name: string, read: () => unknown): void;
+  /**
    * Adds a judge of worker deaths: a reason it returns (e.g. the worker died running a job) keeps
    * that death out of the crash-loop breaker; the worker's slot still restarts after its backoff.
    * Optional: a host without it counts every death.

@@ -21,6 +21,10 @@ export const BUILTIN_SCHEMAS: Readonly<Record<string, JSONSchema>> = {
       code: { type: "string", description: "Stable machine-readable code, e.g. `NOT_FOUND`" },
       message: { type: "string", description: "Human-readable message; never carries internal details" },
       errors: { type: "array", items: ref(FIELD_ERROR_SCHEMA), description: "Failing fields (422 only)" },
+      request_id: {
+        type: "string",
+        description: "The request's id (5xx only), as in the request-id response header and the server's log lines: quote it when reporting the failure",
+      },
     },
     required: ["status_code", "code", "message"],
   },
@@ -81,6 +85,7 @@ export function errorResponse(status: number, description: string, code?: ErrorC
     ? { status_code: status, code, message: info.message }
     : { status_code: status, code: reason.toUpperCase().replace(/\W+/g, "_"), message: reason };
   if (code === "VALIDATION_ERROR") example.errors = [{ path: "body.title", message: "Too small: expected string to have >=1 characters" }];
+  if (status >= 500) example.request_id = "3f9c0a7b1e-42";
   return { description, content: { "application/json": { schema: ref(ERROR_SCHEMA), example } } };
 }
 

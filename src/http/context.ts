@@ -2,9 +2,12 @@ import type { H3Event } from "h3";
 import type { AuthInfo } from "../auth/principal.js";
 import type { Span, Translator, Tracer } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
+import { RequestLogger } from "../logging/request-logger.js";
 import { parsePagination, type PageQuery } from "../pagination.js";
 import { negotiateLanguage } from "./language.js";
 import { readQuery, type RawQuery } from "./query.js";
+import { generateRequestId } from "./request-id.js";
+import { logThreshold } from "./request-state.js";
 import type { OpenStreams } from "../streams/open-streams.js";
 
 /** What a handler context needs from its App; kept small so contexts stay cheap to build. */
@@ -44,8 +47,29 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
     return (this.parsedQuery ??= readQuery(this.event) as Q);
   }
 
-  get logger(): Logger {
-    return this.services.logger;
+  /**
+   * The request logger: the App's logger with this request's `request_id` and `trace_id` on every
+   * line, and the route's `logLevel` as its threshold; `child(fields)` adds fields.
+   * **Its `error()` logs and returns**: unlike `app.logger.error()`, it never exits the process.
+   *
+   * @example
+   * ctx.logger.child({ book_id: ctx.params.id }).warn("stock is low: %d left", 2);
+   */
+  get logger(): RequestLogger {
+    const state = this.event.context.keelson;
+    if (state !== undefined) return state.logger(this.services.logger);
+    const base = this.services.logger;
+    return RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, "");
+  }
+
+  /**
+   * This request's id: the incoming `X-Request-Id` (or `KConfig.requestIdHeader`) when it is 1–128
+   * characters of `A-Z a-z 0-9 . _ : -`, else one keelson generated. The response carries it in the
+   * same header; the request line, the request logger's lines and 5xx bodies carry it as `request_id`.
+   */
+  get requestId(): string {
+    // The App's onRequest always sets the state; a context built by hand outside an App gets a new id.
+    return this.event.context.keelson?.requestId ?? generateRequestId();
   }
 
   /** The request's language: Accept-Language matched against the translator's languages. */
@@ -78,6 +102,11 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   /** The request's server span (a no-op span unless a tracer is set). */
   get span(): Span {
     return this.event.context.keelson?.span ?? this.services.tracer.startSpan("noop");
+  }
+
+  /** @internal The App's logger, for stream routes whose lines outlive the request's head. */
+  get appLogger(): Logger {
+    return this.services.logger;
   }
 
   /** @internal The App's open event streams and WebSockets (for stream routes). */

@@ -1,7 +1,7 @@
 import { STATUS_CODES } from "node:http";
 import { HTTPError, HTTPResponse, type H3Event } from "h3";
 import { ERROR_CODES, KError, createError, type ErrorCode } from "../errors.js";
-import type { Logger } from "../logging/logger.js";
+import type { RequestLogger } from "../logging/request-logger.js";
 import { JSON_HEADERS } from "./headers.js";
 import { redactQuery } from "../logging/redact-query.js";
 
@@ -38,15 +38,15 @@ function fromStatus(status: number): KError {
 }
 
 /**
- * Logs the cause of a 5xx with its stack: the response never carries it. The request's query
- * string and its values are cut out (see redactQuery): they can hold tokens, and messages quote
- * them (h3's quote the whole URL, application code the value it choked on).
+ * Logs the cause of a 5xx with its stack, through the request's logger (so with its request id and
+ * trace id): the response never carries it. The request's query string and its values are cut out
+ * (see redactQuery): they can hold tokens, and messages quote them (h3's quote the whole URL,
+ * application code the value it choked on).
  */
-export function logServerError(logger: Logger, event: H3Event, kerror: KError, original: unknown): void {
-  if (kerror.statusCode < 500) return;
+export function logServerError(logger: RequestLogger, event: H3Event, original: unknown): void {
   const cause = original instanceof KError ? (original.cause ?? original) : original;
   const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
-  logger.logError("%s %s failed: %s", event.req.method, event.url.pathname, redactQuery(detail, event.url.search));
+  logger.error("%s %s failed: %s", event.req.method, event.url.pathname, redactQuery(detail, event.url.search));
 }
 
 function safeString(value: unknown): string {
@@ -57,9 +57,13 @@ function safeString(value: unknown): string {
   }
 }
 
-/** The JSON error response; `extra` headers (Allow, Connection) are added to it. */
-export function errorResponse(kerror: KError, extra?: Record<string, string>): HTTPResponse {
-  return new HTTPResponse(JSON.stringify(kerror), {
+/**
+ * The JSON error response; `extra` headers (Allow, Connection) are added to it. A 5xx body also
+ * carries `request_id`, for the user to quote to whoever reads the logs.
+ */
+export function errorResponse(kerror: KError, extra?: Record<string, string>, requestId?: string): HTTPResponse {
+  const body = requestId !== undefined && kerror.statusCode >= 500 ? { ...kerror.toJSON(), request_id: requestId } : kerror;
+  return new HTTPResponse(JSON.stringify(body), {
     status: kerror.statusCode,
     headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
   });

@@ -1,4 +1,5 @@
 import type { H3Event } from "h3";
+import type { NodeServerResponse } from "srvx";
 import { removePendingHeader, setPendingHeader } from "./status-line.js";
 
 /**
@@ -52,6 +53,35 @@ function isRepeated(rawHeaders: readonly string[], name: string): boolean {
     }
   }
   return false;
+}
+
+/** What srvx's own responses (FastResponse on Node) give its Node adapter to write. */
+/** srvx's internal method that turns its response into the status and flat header list Node writes. */
+const TO_NODE_RESPONSE = "_toNodeResponse";
+
+interface NodeWritable {
+  [TO_NODE_RESPONSE]?: () => { headers: string[] };
+}
+
+/**
+ * Adds a header to a response that srvx is about to write on Node, after the response was made.
+ * `res.setHeader` would do, but any header set on the ServerResponse itself makes Node's writeHead
+ * merge every header of the response into it one by one (its slow path) instead of writing the flat
+ * list srvx passes. srvx's own responses build that list in `_toNodeResponse()`: the header joins
+ * it there. Any other response (a web Response a handler returned) gets `res.setHeader`.
+ */
+export function addNodeResponseHeader(response: Response, res: NodeServerResponse, name: string, value: string): void {
+  const writable = response as Response & NodeWritable;
+  const toNode = writable[TO_NODE_RESPONSE];
+  if (typeof toNode !== "function" || res.headersSent) {
+    if (!res.headersSent) res.setHeader(name, value);
+    return;
+  }
+  writable[TO_NODE_RESPONSE] = function withHeader(this: NodeWritable) {
+    const out = toNode.call(this);
+    out.headers.push(name, value);
+    return out;
+  };
 }
 
 /** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */

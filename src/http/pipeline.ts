@@ -8,8 +8,10 @@ import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
 import type { ContextServices } from "./context.js";
 import type { Cors } from "./cors.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
-import { JSON_HEADERS } from "./headers.js";
-import { RequestState } from "./request-state.js";
+import { JSON_HEADERS, addNodeResponseHeader, readRequestHeader, setResponseHeader } from "./headers.js";
+import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-id.js";
+import { RequestState, logThreshold } from "./request-state.js";
+import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
@@ -24,6 +26,9 @@ export interface PipelineOptions {
   lifecycle: { readonly shuttingDown: boolean };
   /** The App's route list (the live array): the 405 `Allow` header is built from it. */
   routes: readonly RegisteredRoute[];
+  /** The request-id header (lower-cased), and whether a well-formed incoming one is kept. */
+  requestIdHeader: string;
+  trustRequestId: boolean;
 }
 
 /**
@@ -49,6 +54,8 @@ export class RequestPipeline {
   readonly #health: boolean;
   readonly #lifecycle: { readonly shuttingDown: boolean };
   readonly #routes: readonly RegisteredRoute[];
+  readonly #requestIdHeader: string;
+  readonly #trustRequestId: boolean;
   /** Built from the routes when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
 
@@ -60,6 +67,8 @@ export class RequestPipeline {
     this.#health = options.health;
     this.#lifecycle = options.lifecycle;
     this.#routes = options.routes;
+    this.#requestIdHeader = options.requestIdHeader;
+    this.#trustRequestId = options.trustRequestId;
     this.engine = new H3({
       silent: true,
       onRequest: (event) => this.#onRequest(event),
@@ -103,8 +112,18 @@ export class RequestPipeline {
   }
 
   #onRequest(event: H3Event): void {
+    const start = performance.now();
     const tracer = this.#services.tracer;
-    event.context.keelson = new RequestState(event, performance.now(), tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event));
+    const span = tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event);
+    const requestIdHeader = this.#requestIdHeader;
+    const incoming = this.#trustRequestId ? readRequestHeader(event, requestIdHeader) : null;
+    // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
+    const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
+    event.context.keelson = new RequestState(event, start, span, requestId);
+    // On Node the id is added once the response is made (#finish): setting it on the ServerResponse
+    // now would put every response on Node's slow header path.
+    if (event.runtime?.node?.res === undefined) setResponseHeader(event, requestIdHeader, requestId);
+    if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);
     this.inflight++;
     this.requests++;
     this.#cors?.apply(event);
@@ -124,6 +143,8 @@ export class RequestPipeline {
       // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
       if (state?.stream !== undefined) {
         void state.stream.then((status) => this.#recordStream(request, state, status));
+        const streamRes = request.runtime?.node?.res;
+        if (streamRes !== undefined) addNodeResponseHeader(response, streamRes, this.#requestIdHeader, state.requestId);
         return response;
       }
       const durationMs = state === undefined ? 0 : performance.now() - state.start;
@@ -132,10 +153,15 @@ export class RequestPipeline {
       const status = response.status;
       const traceId = state?.span.traceId ?? "";
       const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
-      this.#logger.request({ method, path, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      const requestId = state?.requestId ?? generateRequestId();
+      this.#logger.request({ method, path, status, durationMs, requestId, traceId: traceId === "" ? undefined : traceId }, context?.matchedRoute?.meta?.keelsonLogRank);
       this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.
       if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
+      const nodeRes = request.runtime?.node?.res;
+      if (nodeRes !== undefined) addNodeResponseHeader(response, nodeRes, this.#requestIdHeader, requestId);
+      // In-process, onRequest put the id on the event; a request answered before onRequest gets it here.
+      else if (state === undefined && !response.headers.has(this.#requestIdHeader)) response.headers.set(this.#requestIdHeader, requestId);
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);
@@ -147,7 +173,10 @@ export class RequestPipeline {
     try {
       const durationMs = performance.now() - state.start;
       const traceId = state.span.traceId;
-      this.#logger.request({ method: request.method, path: state.event.url.pathname, status, durationMs, traceId: traceId === "" ? undefined : traceId });
+      this.#logger.request(
+        { method: request.method, path: state.event.url.pathname, status, durationMs, requestId: state.requestId, traceId: traceId === "" ? undefined : traceId },
+        state.event.context.matchedRoute?.meta?.keelsonLogRank,
+      );
       if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route: state.event.context.matchedRoute?.route, status });
     } catch (error) {
       console.error("keelson: recording the request failed:", error);
@@ -163,8 +192,12 @@ export class RequestPipeline {
     }
     const { kerror, original } = toKError(error);
     const state = event.context.keelson;
-    if (state && kerror.statusCode >= 500) state.error = original;
-    logServerError(this.#logger, event, kerror, original);
+    if (kerror.statusCode >= 500) {
+      if (state) state.error = original;
+      const requestId = state?.requestId ?? generateRequestId();
+      logServerError(state ? state.logger(this.#logger) : RequestLogger.forRequest(this.#logger, logThreshold(event, this.#logger), requestId, ""), event, original);
+      return errorResponse(kerror, kerror.headers, requestId);
+    }
     // An oversized body is left unread: close the connection rather than read it to the end.
     const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
     return errorResponse(kerror, extra);

@@ -1,5 +1,7 @@
 import type { H3Event } from "h3";
 import type { Span } from "../integrations.js";
+import type { Logger } from "../logging/logger.js";
+import { RequestLogger } from "../logging/request-logger.js";
 
 /** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
 export class RequestState {
@@ -7,26 +9,45 @@ export class RequestState {
   /** `performance.now()` when the request entered the app. */
   readonly start: number;
   readonly span: Span;
+  /** The request id: the client's, when well formed, else generated (docs/logging.md#request-ids). */
+  readonly requestId: string;
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
+  #logger: RequestLogger | undefined;
   /**
    * Set by an event-stream or WebSocket route: settles with the status to log when the stream or
    * socket ends, and the request is logged, measured and its span ended then, not at its head.
    */
   stream: Promise<number> | undefined;
 
-  constructor(event: H3Event, start: number, span: Span) {
+  constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
     this.start = start;
     this.span = span;
+    this.requestId = requestId;
     this.error = undefined;
+    this.#logger = undefined;
     this.stream = undefined;
   }
+
+  /** The request logger, made on first use: a request that logs nothing pays nothing for it. */
+  logger(base: Logger): RequestLogger {
+    return (this.#logger ??= RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, this.span.traceId));
+  }
+}
+
+/** The route's `logLevel` as a rank, else the logger's own threshold. */
+export function logThreshold(event: H3Event, base: Logger): number {
+  return event.context.matchedRoute?.meta?.keelsonLogRank ?? base.threshold;
 }
 
 declare module "h3" {
   interface H3EventContext {
-    /** keelson's per-request state (start time, server span, error). */
+    /** keelson's per-request state (start time, server span, request id, error). */
     keelson?: RequestState;
+  }
+  interface H3RouteMeta {
+    /** The rank of the route's `logLevel` option (see logging/level.ts). */
+    readonly keelsonLogRank?: number;
   }
 }

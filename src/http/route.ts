@@ -1,5 +1,6 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import type { Middleware } from "h3";
+import { parseLogLevel, type RouteLogLevel } from "../logging/level.js";
 import type { HandlerContext } from "./context.js";
 import type { FormLimits } from "./form.js";
 import type { RawQuery } from "./query.js";
@@ -52,6 +53,13 @@ export interface RouteOptions<
   hidden?: boolean;
   /** h3 middleware run after the app's and the group's, before the handler. */
   middleware?: Middleware[];
+  /**
+   * This route's log threshold instead of the App logger's level, as Fastify's per-route `logLevel`:
+   * its request line (info below 400, warn for 4xx, error for 5xx) and its `ctx.logger` lines below
+   * it are not written. `"warn"` keeps a probe's 200s out of the log and its failures in;
+   * `"silent"` writes nothing for the route. Metrics and traces still count every request.
+   */
+  logLevel?: RouteLogLevel;
 }
 
 type ParamNames<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
@@ -102,6 +110,7 @@ export class Route {
     this.path = path;
     this.handler = handler;
     this.options = { ...options, tags: [...(options.tags ?? [])], middleware: [...(options.middleware ?? [])] };
+    if (options.logLevel !== undefined) parseLogLevel(options.logLevel, `logLevel of ${method} ${path}`, true);
   }
 
   /** Adds OpenAPI tags. */
@@ -142,6 +151,18 @@ export class Route {
   /** Documents (and, for 2xx, describes the schema of) one response status. */
   response(status: number, schema?: StandardSchemaV1, description?: string): this {
     this.options.responses = { ...this.options.responses, [status]: { schema, description } };
+    return this;
+  }
+
+  /**
+   * Sets the route's log threshold (the `logLevel` option): `"silent"` leaves the route out of the
+   * request log, `"warn"` keeps only its 4xx/5xx lines, `"debug"` shows its debug lines.
+   *
+   * @example
+   * app.route(get("/ready", () => ({ ok: true })).logLevel("silent")); // still counted in metrics
+   */
+  logLevel(level: RouteLogLevel): this {
+    this.options.logLevel = parseLogLevel(level, `logLevel of ${this.method} ${this.path}`, true);
     return this;
   }
 

@@ -178,10 +178,11 @@ export class JobScheduler implements Scheduler {
         });
         started = performance.now();
       }
-      logger.info("job %s started (tick %s)", name, tick);
+      // One line per run at info, its end; the start is for debugging a run that never ends.
+      logger.debug("job %s started (tick %s)", name, tick);
       await job.run({ name, scheduledAt, signal, logger });
       const ms = performance.now() - started;
-      logger.info("job %s finished in %dms (tick %s)", name, Math.round(ms), tick);
+      logger.info("job %s succeeded in %dms (tick %s)", name, Math.round(ms), tick);
       this.#observe(name, "success", ms);
     } catch (error) {
       const ms = performance.now() - started;

@@ -6,6 +6,9 @@ import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
 import type { OpenStreams } from "../streams/open-streams.js";
 
+/** A shutdown hook that takes this share of `shutdownTimeout` or more is logged with its duration. */
+const SLOW_HOOK_SHARE = 0.1;
+
 /** What happened during a shutdown; `clean` decides the exit code (0 or 1). */
 export interface ShutdownReport {
   clean: boolean;
@@ -272,7 +275,12 @@ export class Lifecycle {
           report.timedOutHook = name;
           logger.logError("shutdown hook %s was still running at the deadline", name);
         } else {
-          logger.debug("shutdown hook %s done in %dms", name, Math.round(performance.now() - started));
+          // Only a hook that used a real share of the budget is worth a line (N workers × M hooks
+          // of "done in 0ms" drowned the shutdown): the one to look at when a shutdown runs late.
+          const ms = performance.now() - started;
+          if (ms >= this.#options.shutdownTimeout * SLOW_HOOK_SHARE) {
+            logger.info("shutdown hook %s took %dms of the %dms budget", name, Math.round(ms), this.#options.shutdownTimeout);
+          }
         }
       } catch (error) {
         report.failedHooks.push(name);

@@ -144,6 +144,20 @@ export function jsonString(value: string): string {
   return RAW_IN_JSON.test(literal) ? literal.replace(RAW_IN_JSON_ALL, unicodeEscape) : literal;
 }
 
+/**
+ * `JSON.stringify(value)` with DEL, the C1 controls and U+2028/U+2029 escaped too (see jsonString);
+ * undefined when the value has no JSON form (undefined, a function) or cannot have one (a cycle, a BigInt).
+ */
+export function jsonText(value: unknown): string | undefined {
+  let literal: string | undefined;
+  try {
+    literal = JSON.stringify(value);
+  } catch {
+    return undefined;
+  }
+  return literal !== undefined && RAW_IN_JSON.test(literal) ? literal.replace(RAW_IN_JSON_ALL, unicodeEscape) : literal;
+}
+
 let textSecond = Number.NaN;
 let textStamp = "";
 let isoMillis = Number.NaN;

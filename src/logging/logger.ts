@@ -4,12 +4,14 @@
  * (see logging/sink.ts), and flushed synchronously on process exit.
  */
 import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./format.js";
+import { RANK_DEBUG, RANK_ERROR, RANK_INFO, RANK_WARN, defaultLogLevel, levelRank, parseLogLevel, type LogLevel } from "./level.js";
 import { jsonOrigin, textOrigin } from "./origin.js";
 import { checkOneOf } from "../checks.js";
 import { flushAllSinks, sinkFor, type LogWriter, type Sink } from "./sink.js";
 import { LineHead, methodPart, statusPart } from "./request-line.js";
 
 export type { LogWriter } from "./sink.js";
+export type { LogLevel, RouteLogLevel } from "./level.js";
 
 /** Human-readable lines: `[INFO] 2026-11-22 05:30:33 message`. */
 export const LogFormatText = "text";
@@ -35,43 +37,62 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** A writer, or a file descriptor written with fs.writeSync. Defaults to 1 (stdout). */
   output?: number | LogWriter;
+  /**
+   * Lines below this level are not written. Default: the `LOG_LEVEL` environment variable when set,
+   * else `info` in production and `debug` otherwise. A bad value (here or in `LOG_LEVEL`) is refused.
+   */
+  level?: LogLevel;
 }
 
 interface Level {
   readonly name: string;
+  readonly rank: number;
   readonly tag: string;
   /** The start of this level's JSON request lines. */
   readonly head: LineHead;
 }
 
-const DEBUG: Level = { name: "debug", tag: "[DEBUG] ", head: new LineHead("debug") };
-const INFO: Level = { name: "info", tag: "[INFO] ", head: new LineHead("info") };
-const WARN: Level = { name: "warn", tag: "[WARN] ", head: new LineHead("warn") };
-const ERROR: Level = { name: "error", tag: "[ERROR] ", head: new LineHead("error") };
+const DEBUG: Level = { name: "debug", rank: RANK_DEBUG, tag: "[DEBUG] ", head: new LineHead("debug") };
+const INFO: Level = { name: "info", rank: RANK_INFO, tag: "[INFO] ", head: new LineHead("info") };
+const WARN: Level = { name: "warn", rank: RANK_WARN, tag: "[WARN] ", head: new LineHead("warn") };
+const ERROR: Level = { name: "error", rank: RANK_ERROR, tag: "[ERROR] ", head: new LineHead("error") };
+const BY_RANK: Readonly<Record<number, Level>> = { [RANK_DEBUG]: DEBUG, [RANK_INFO]: INFO, [RANK_WARN]: WARN, [RANK_ERROR]: ERROR };
 
-/** Leveled printf-style logger; see newLogger(). */
+/**
+ * The App's leveled printf-style logger (`app.logger`); see newLogger().
+ *
+ * **`error()` terminates the process** (exit code 1, after flushing): it is for fatal configuration
+ * errors at startup. Inside a request, log through `ctx.logger` (a {@link RequestLogger}), whose
+ * `error()` writes the line and returns; here, `logError()` does the same.
+ */
 export class Logger {
   /** Line shape: text or JSON. */
   readonly format: LogFormat;
   /** Production loggers default to JSON and drop debug lines. */
   readonly isProduction: boolean;
-  /** Whether debug() writes anything; false in production. */
+  /** The threshold: lines below this level are not written (`error()` always is). */
+  readonly level: LogLevel;
+  /** Whether debug() writes anything: the level is `debug`. */
   readonly debugEnabled: boolean;
+  /** @internal The level's rank, read on every line. */
+  readonly threshold: number;
   private readonly sink: Sink;
   private readonly json: boolean;
 
   constructor(options: LoggerOptions) {
     this.isProduction = options.isProduction;
     this.format = checkOneOf(options.format ?? (options.isProduction ? LogFormatJSON : LogFormatText), "format", [LogFormatText, LogFormatJSON]);
-    this.debugEnabled = !options.isProduction;
+    this.level = options.level === undefined ? defaultLogLevel(options.isProduction) : parseLogLevel(options.level, "level");
+    this.threshold = levelRank(this.level);
+    this.debugEnabled = this.threshold <= RANK_DEBUG;
     this.sink = sinkFor(options.output ?? 1);
     this.json = this.format === LogFormatJSON;
     this.sink.reportDropsWith((message) => this.line(WARN, message));
   }
 
-  /** Logs at info level. */
+  /** Logs at info level (unless the level is above info). */
   info(format: string, ...args: unknown[]): void {
-    this.log(INFO, formatMessage(format, args));
+    if (this.threshold <= RANK_INFO) this.log(INFO, formatMessage(format, args));
   }
 
   /** Logs at debug level; a no-op (without formatting) when debug is disabled. */
@@ -79,12 +100,20 @@ export class Logger {
     if (this.debugEnabled) this.log(DEBUG, formatMessage(format, args));
   }
 
-  /** Logs at warn level. */
+  /** Logs at warn level (unless the level is `error`). */
   warn(format: string, ...args: unknown[]): void {
-    this.log(WARN, formatMessage(format, args));
+    if (this.threshold <= RANK_WARN) this.log(WARN, formatMessage(format, args));
   }
 
-  /** Logs at error level, flushes everything buffered (all loggers), and terminates the process with exit code 1. */
+  /**
+   * **Terminates the process.** Logs at error level (whatever the threshold), flushes everything
+   * buffered (all loggers), and exits with code 1: the spec's contract for fatal configuration
+   * errors at startup. Never call it while serving a request: a handler's `ctx.logger.error()`
+   * logs and returns, and so does `logError()`.
+   *
+   * @example
+   * if (!process.env.DATABASE_URL) app.logger.error("DATABASE_URL is not set"); // exits with code 1
+   */
   error(format: string, ...args: unknown[]): never {
     this.log(ERROR, formatMessage(format, args));
     flushAllLoggers();
@@ -96,16 +125,23 @@ export class Logger {
     this.log(ERROR, formatMessage(format, args));
   }
 
-  /** One request log line; level: status < 400 info, 4xx warn, 5xx error (never terminates). */
-  request(entry: RequestLogEntry): void {
+  /**
+   * One request log line; level: status < 400 info, 4xx warn, 5xx error (never terminates).
+   * Not written when that level is below `threshold` (a route's `logLevel`; default this logger's).
+   */
+  request(entry: RequestLogEntry, threshold: number = this.threshold): void {
     const status = entry.status;
     const level = status >= 500 ? ERROR : status >= 400 ? WARN : INFO;
+    if (level.rank < threshold) return;
     // Integer or nothing: NaN or a fraction would make the JSON line invalid or odd.
     const code = Number.isInteger(status) ? status : 0;
     const duration = formatDuration(entry.durationMs);
     if (!this.json) {
       const target = escapeText(entry.method + " " + entry.path);
-      this.sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}\n`);
+      let ids = "";
+      if (entry.requestId !== undefined) ids += " request_id=" + escapeText(entry.requestId);
+      if (entry.traceId !== undefined) ids += " trace_id=" + escapeText(entry.traceId);
+      this.sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}${ids}\n`);
       return;
     }
     // Cached parts, not JSON.stringify of an object: this runs once per request.
@@ -120,9 +156,23 @@ export class Logger {
     this.sink.write(line + ids + "}\n");
   }
 
-  /** Returns a new Logger with the same settings writing to `writer`; the original is unchanged. */
+  /** Returns a new Logger with the same settings (level included) writing to `writer`; the original is unchanged. */
   withWriter(writer: LogWriter): Logger {
-    return new Logger({ isProduction: this.isProduction, format: this.format, output: writer });
+    return new Logger({ isProduction: this.isProduction, format: this.format, output: writer, level: this.level });
+  }
+
+  /**
+   * @internal One line of a request logger at `rank`, with `fields` already in this logger's format
+   * (JSON: `,"key":value…`; text: ` key=value…`). The caller checks the threshold.
+   */
+  writeWithFields(rank: number, message: string, fields: string): void {
+    const level = BY_RANK[rank] ?? ERROR;
+    const now = Date.now();
+    this.sink.write(
+      this.json
+        ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}${fields}}\n`
+        : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}${fields}\n`,
+    );
   }
 
   /** Synchronously writes out everything buffered by this logger (and by others sharing its output). */
@@ -142,12 +192,15 @@ export class Logger {
   }
 }
 
-/** Development (false): text with debug on. Production (true): JSON with debug off. Writes to stdout. */
+/**
+ * Development (false): text with debug on. Production (true): JSON with debug off. Writes to stdout.
+ * `LOG_LEVEL` (debug, info, warn, error), when set, is the threshold instead.
+ */
 export function newLogger(isProduction: boolean): Logger {
   return new Logger({ isProduction });
 }
 
-/** Like newLogger() with an explicit format; debug still follows isProduction. */
+/** Like newLogger() with an explicit format; the level still follows isProduction (or `LOG_LEVEL`). */
 export function newLoggerWithFormat(isProduction: boolean, format: LogFormat): Logger {
   return new Logger({ isProduction, format });
 }

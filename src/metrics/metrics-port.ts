@@ -6,13 +6,23 @@ import type { ClusterMetrics } from "./primary.js";
 
 /** What the metrics port needs from the primary; it closes once `finished` settles. */
 export interface MetricsPortHost extends Pick<FeatureHost, "logger" | "stopping" | "finished" | "fail"> {
+  /** Shows where the metrics are served in `keelson status` (FeatureHost has it; a test host may not). */
+  addStatus?: FeatureHost["addStatus"];
   onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
 }
 
 /** Where the port listens: the supervisor's `metricsPort` (false: no port) and `metricsHost` options. */
 export interface MetricsPortSettings {
   readonly metricsPort: number | false;
+  /** True when `metricsPort` is the default (nobody chose it): taken, a free port is used instead. */
+  readonly metricsPortIsDefault?: boolean;
   readonly metricsHost: string | undefined;
+}
+
+/** Where the cluster-wide metrics are served (for `keelson status`); `note` says why not on the port asked. */
+export interface MetricsPortState {
+  url: string | undefined;
+  note: string | undefined;
 }
 
 /**
@@ -20,12 +30,16 @@ export interface MetricsPortSettings {
  * service port. It opens when the first worker says it has metrics (`metrics:hello`), so a
  * primary whose App has none opens no port and loads neither prom-client nor node:http. Each scrape waits
  * at most the workers' `clusterTimeoutMs` for each worker (in parallel); a blocked or dead one
- * counts with its last numbers and `keelson_worker_up 0`. A port that cannot be opened stops the
- * supervisor with exit 1: a scrape target that never answers is a deployment error.
+ * counts with its last numbers and `keelson_worker_up 0`. A port that was asked for (option, flag,
+ * variable) and cannot be opened stops the supervisor with exit 1: a scrape target that never
+ * answers is a deployment error. The default port (9464) taken, by a second service on the same
+ * host, is not: the metrics are served on a free port instead, said in a warning and in
+ * `keelson status` (its `metrics` section).
  */
 export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics, settings: MetricsPortSettings): void {
   const { metricsPort: port, metricsHost } = settings;
   if (port === false) return;
+  const state: MetricsPortState = { url: undefined, note: undefined };
   let timeoutMs = 2000;
   let opening: Promise<MetricsListener | undefined> | undefined;
   // Scrapes that arrive while one is being merged share its answer: N scrapers never ask every
@@ -38,12 +52,19 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics,
       // Loaded here, not at the top: node:http adds noticeably to a process's memory, and a
       // primary whose App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
-      const listener = await openMetricsListener({
-        port, host: metricsHost, read,
-        onError: (error) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error)),
-      });
+      const onError = (error: unknown) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error));
+      let listener: MetricsListener;
+      try {
+        listener = await openMetricsListener({ port, host: metricsHost, read, onError });
+      } catch (error) {
+        if (!settings.metricsPortIsDefault || ((error as Error).cause as NodeJS.ErrnoException | undefined)?.code !== "EADDRINUSE") throw error;
+        listener = await openMetricsListener({ port: 0, host: metricsHost, read, onError });
+        state.note = `the default port ${port} is taken (another service on this host?): set --metrics-port (KEELSON_METRICS_PORT) to choose one`;
+      }
+      state.url = listener.url;
       if (stopped) await listener.close();
-      else host.logger.info("cluster-wide metrics on %s", listener.url);
+      else if (state.note === undefined) host.logger.info("cluster-wide metrics on %s", listener.url);
+      else host.logger.warn("cluster-wide metrics on %s: %s", listener.url, state.note);
       return listener;
     } catch (error) {
       host.fail(`${(error as Error).message}; set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`);
@@ -58,4 +79,5 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics,
     stopped = true;
     await (await opening)?.close();
   });
+  host.addStatus?.("metrics", () => (opening === undefined ? undefined : { ...state }));
 }

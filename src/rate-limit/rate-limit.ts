@@ -53,7 +53,9 @@ export function rateLimit(options: RateLimitOptions): Middleware {
       // Logged once per 100 failures: a store that is down would otherwise log every request.
       if (failures++ % 100 === 0) console.error(`keelson: rate limit ${name}: ${(error as Error)?.message ?? String(error)} (${reject ? "rejecting" : "allowing"} requests)`);
       setResponseHeader(event, "ratelimit-policy", policy);
-      return reject ? errorResponse(createError("SERVICE_UNAVAILABLE", "rate limiting is unavailable: retry later"), { "retry-after": "1" }) : undefined;
+      return reject
+        ? errorResponse(createError("SERVICE_UNAVAILABLE", "rate limiting is unavailable: retry later"), { "retry-after": "1" }, event.context.keelson?.requestId)
+        : undefined;
     });
   }, rateLimitContract(limit, windowMs, reject));
 }

@@ -78,7 +78,7 @@ export const sse: DefineSSE = ((path: string, a: object | EventStreamHandler, b?
   if (typeof handler !== "function") throw new TypeError(`sse("${path}"): the handler must be a function`);
   const responses = { 200: { description: "A stream of server-sent events.", contentType: "text/event-stream" }, ...(routeOptions as RouteOptions).responses };
   return new Route("GET", path, async (ctx: HandlerContext<unknown, unknown, undefined>) => {
-    const stream = new EventStream(streamOptions, ctx.logger, lastEventIdOf(ctx));
+    const stream = new EventStream(streamOptions, ctx.appLogger, lastEventIdOf(ctx));
     try {
       await handler(ctx, stream);
     } catch (error) {
@@ -138,7 +138,7 @@ export const websocket: DefineWebSocket = ((path: string, a: object, b?: object)
     let settle: (status: number) => void = ignore;
     if (state !== undefined) state.stream = new Promise<number>((resolve) => (settle = resolve));
     setWebSocketHooks(request, trackedHooks({
-      hooks, route: ctx.event.context.matchedRoute?.route ?? path, streams: ctx.openStreams, logger: ctx.logger,
+      hooks, route: ctx.event.context.matchedRoute?.route ?? path, streams: ctx.openStreams, logger: ctx.appLogger,
       lastEventId: lastEventIdOf(ctx), maxQueuedBytes, ended: settle,
     }));
     // crossws takes the hooks from the request when it sees this answer (h3's own defineWebSocketHandler does the same).

@@ -166,9 +166,10 @@ export class FakeWorkerProcess implements WorkerProcess {
     this.onSignal(signal);
   }
 
-  /** Its App listens: the `ready` message a worker sends. */
+  /** Its App listens (on the PORT it was forked with, else 3000, as an App does): the `ready` message a worker sends. */
   ready(info: Partial<WorkerMessages["ready"]> = {}): void {
-    this.app.send("ready", { pid: this.pid, port: 3000, url: "http://127.0.0.1:3000", shutdownTimeout: 1000, ...info });
+    const port = Number(this.env.PORT || 3000);
+    this.app.send("ready", { pid: this.pid, port, url: `http://127.0.0.1:${port}`, shutdownTimeout: 1000, ...info });
   }
 
   /** The process ends: the IPC channel closes, then the exit event. */

@@ -33,8 +33,11 @@ export function captureLogs(format: LogFormat = "text", isProduction = format ==
 /** `[LEVEL] YYYY-MM-DD HH:MM:SS ` — the start of every text line. */
 export const TEXT_PREFIX = String.raw`\[(?:DEBUG|INFO|WARN|ERROR)\] \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} `;
 
-/** The regex of one text request line, e.g. `[WARN] 2026-11-22 05:30:33 GET /nope 404 0.42ms`. */
+/**
+ * The regex of one text request line, e.g. `[WARN] 2026-11-22 05:30:33 GET /nope 404 0.42ms request_id=3f9c0a7b1e-7`
+ * (a `trace_id=` may follow).
+ */
 export function requestLine(level: string, method: string, path: string, status: number): RegExp {
   const escaped = `${method} ${path} ${status}`.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
-  return new RegExp(String.raw`^\[${level}\] \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} ${escaped} \d+\.\d{1,2}(?:ms|s)$`);
+  return new RegExp(String.raw`^\[${level}\] \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} ${escaped} \d+\.\d{1,2}(?:ms|s) request_id=[\w.:-]+(?: trace_id=\w+)?$`);
 }

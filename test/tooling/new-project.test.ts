@@ -51,12 +51,19 @@ const keelsonNew = (dir: string) => spawnChild([process.execPath, "--import", "t
 describe("keelson new", () => {
   it("writes the project files, named after the folder", () => {
     for (const file of [
-      "package.json", "tsconfig.json", "src/app.ts", "src/notes.ts", "src/main.ts", "test/app.test.ts", "Dockerfile", "Makefile",
+      "package.json", "tsconfig.json", "src/app.ts", "src/notes.ts", "src/main.ts", "src/database.ts", "test/app.test.ts", "Dockerfile", "Makefile",
       ".gitignore", ".dockerignore", "README.md",
     ]) expect(existsSync(join(project, file)), file).toBe(true);
-    const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as { name: string; dependencies: Record<string, string> };
-    const keelson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { version: string };
+    const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
+      name: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; engines: { node: string };
+    };
+    const keelson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+      version: string; engines: { node: string }; devDependencies: Record<string, string>;
+    };
     expect([manifest.name, manifest.dependencies.keelson]).toEqual(["my-api", `^${keelson.version}`]);
+    // The Node keelson needs, and the TypeScript line keelson is built with (the docs name the same).
+    expect(manifest.engines.node).toBe(keelson.engines.node);
+    expect(manifest.devDependencies.typescript).toBe(keelson.devDependencies.typescript);
     expect(readFileSync(join(project, "src", "app.ts"), "utf8")).toContain('serviceName: "my-api"');
   });
 
@@ -74,8 +81,10 @@ describe("keelson new", () => {
 
   it("installs keelson from the tarball and passes its own tests (make test)", async () => {
     await npm(["install", tarball], project);
-    const output = await run("make", ["test"], project);
-    expect(stripVTControlCharacters(output)).toMatch(/Tests\s+4 passed/);
+    const output = stripVTControlCharacters(await run("make", ["test"], project));
+    expect(output).toMatch(/Tests\s+4 passed/);
+    // Quiet: the App's request lines stay out of the test output.
+    expect(output).not.toMatch(/\b(GET|POST) \/(api|health)\S* \d{3} /);
     tested = true;
   }, SLOW);
 
@@ -90,8 +99,14 @@ describe("keelson new", () => {
       const health = await fetch(`${base}/health`);
       expect([health.status, await health.json()]).toEqual([200, expect.objectContaining({ status: "UP", service: "my-api" })]);
       const post = (body: unknown) => fetch(`${base}/api/notes`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
-      expect((await post({ text: "hi" })).status).toBe(201);
       expect((await post({ text: 1 })).status).toBe(422);
+      // One SQLite file shared by the workers: a note written through one reads back through every other.
+      const written = await post({ text: "hi" });
+      expect(written.status).toBe(201);
+      const { id } = (await written.json()) as { id: string };
+      const reads = await Promise.all(Array.from({ length: 8 }, () => fetch(`${base}/api/notes/${id}`, { headers: { connection: "close" } })));
+      expect(reads.map((read) => read.status)).toEqual(Array.from({ length: 8 }, () => 200));
+      expect(existsSync(join(project, "data", "notes.db"))).toBe(true);
       const metrics = await fetch(`${base}/metrics`);
       expect([metrics.status, (await metrics.text()).includes('http_request_duration_seconds_count{method="POST",route="/api/notes"')]).toEqual([200, true]);
       served = true;

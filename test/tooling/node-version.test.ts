@@ -128,6 +128,12 @@ describe("the Makefile's Node", () => {
     expect(result.stdout.split("\n")[0]).toBe(ensureLine(other));
   });
 
+  it("installs devDependencies under NODE_ENV=production too: the build (tsc) needs them", () => {
+    const result = spawnSync(makePath, ["--no-print-directory", "-n", "-B", "install"], { cwd: ROOT, encoding: "utf8", env: { ...cleanEnv, NODE_ENV: "production" } });
+    expect(result.status, result.stderr).toBe(0);
+    expect(result.stdout.split("\n").find((l) => /^npm ci\b/.test(l))).toMatch(/^npm ci --include=dev\b/);
+  });
+
   it("checks the system packages before any lint, typecheck or suite runs", () => {
     const result = spawnSync(makePath, ["--no-print-directory", "-n", "test"], { cwd: ROOT, encoding: "utf8", env: cleanEnv });
     expect(result.status, result.stderr).toBe(0);

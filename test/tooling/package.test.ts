@@ -122,3 +122,59 @@ describe("the npm package", () => {
     expect((await keelson.exited).code, keelson.output()).toBe(0);
   }, SLOW);
 });
+
+/** The lines of the first ```sh block after `heading` in a Markdown file of the repository. */
+function shellBlock(file: string, heading: string): string[] {
+  const page = readFileSync(join(ROOT, file), "utf8");
+  const block = /```sh\n([\s\S]*?)\n```/.exec(page.slice(page.indexOf(heading)))?.[1];
+  if (block === undefined) throw new Error(`${file}: no sh block under "${heading}"`);
+  return block.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("#"));
+}
+
+describe("getting started, followed verbatim in a fresh folder", () => {
+  const installs = shellBlock("docs/getting-started.md", "## Add keelson to your own project");
+  const clientTools = shellBlock("docs/client.md", "# A typed client").filter((line) => line.startsWith("npm install"));
+  let project: string;
+
+  it("the README and getting-started install the same; TypeScript is pinned to the line the tools accept", () => {
+    expect(installs).toEqual(["npm install keelson zod", "npm install --save-dev typescript@~5.9 @types/node tsx"]);
+    expect(shellBlock("README.md", "## Add keelson to a project").filter((line) => line.startsWith("npm install"))).toEqual(installs);
+    const dev = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { devDependencies: Record<string, string> }).devDependencies;
+    expect(dev.typescript).toMatch(/^~5\.9\./);
+  });
+
+  it("installs (the docs' commands, then openapi-typescript from the client page) with no ERESOLVE and no EBADENGINE", async () => {
+    project = join(work, "first-contact");
+    await run("mkdir", ["-p", join(project, "src")], work);
+    writeFileSync(join(project, "package.json"), JSON.stringify({ name: "first-contact", private: true, type: "module" }));
+    // Verbatim, but keelson comes from the packed tarball instead of the registry.
+    for (const line of [...installs, ...clientTools]) {
+      const command = line.replace(/^npm install keelson\b/, `npm install ${tarball}`).replace(/\s+#.*$/, "");
+      const output = await run("sh", ["-c", command], project, { npm_config_prefer_offline: "true", npm_config_audit: "false", npm_config_fund: "false" });
+      expect(output, command).not.toMatch(/ERESOLVE|EBADENGINE/);
+    }
+    const installed = JSON.parse(readFileSync(join(project, "node_modules", "typescript", "package.json"), "utf8")) as { version: string };
+    expect(installed.version).toMatch(/^5\.9\./);
+  }, SLOW);
+
+  it("compiles the README's service with the recommended tsconfig, and it starts on the port asked for", async () => {
+    expect(project, "the install test passes first").toBeDefined();
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const server = /```ts\n(\/\/ src\/server\.ts\n[\s\S]*?)\n```/.exec(readme)?.[1];
+    expect(server, "README.md: the ts block of src/server.ts").toBeDefined();
+    writeFileSync(join(project, "src", "server.ts"), server!);
+    writeFileSync(join(project, "tsconfig.json"), JSON.stringify(RECOMMENDED_TSCONFIG, null, 2));
+    await run("npx", ["tsc"], project);
+    const port = await freePort();
+    const keelson = spawnChild(["npx", "keelson", "start", "dist/server.js", "--port", String(port), "--workers", "1", "--metrics-port", "off"], {
+      cwd: project, env: { NODE_ENV: "development", PORT: "" }, group: true,
+    });
+    try {
+      expect(await keelson.waitFor(/1 worker\(s\) ready in \d+ms/, { timeoutMs: 60_000 })).toContain(`http://localhost:${port}/`);
+      const books = await fetch(`http://127.0.0.1:${port}/api/books?limit=1`);
+      expect([books.status, ((await books.json()) as { data: Array<{ title: string }> }).data[0]?.title]).toEqual([200, "Dune"]);
+    } finally {
+      await keelson.stop();
+    }
+  }, SLOW);
+});

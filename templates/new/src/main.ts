@@ -1,6 +1,7 @@
 import { buildApp } from "./app.js";
+import { openDatabase } from "./database.js";
 
-const app = buildApp();
+const app = buildApp({}, openDatabase());
 try {
   // Serves until SIGINT/SIGTERM, then drains in-flight requests and runs the shutdown hooks.
   await app.listen();

@@ -1,9 +1,21 @@
-import { describe, expect, it } from "vitest";
+import { Logger } from "keelson";
+import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
+
+// The App's log lines (one per request) are kept here, not printed: the test output stays quiet.
+// A failing test shows them.
+const lines: string[] = [];
+const logger = new Logger({ isProduction: false, output: { write: (chunk: string) => void lines.push(chunk) } });
+const newApp = () => buildApp({ logger });
+
+afterEach((context) => {
+  if (context.task.result?.state === "fail") process.stdout.write(lines.join(""));
+  lines.length = 0;
+});
 
 describe("{{name}}", () => {
   it("creates a note and reads it back", async () => {
-    const app = buildApp();
+    const app = newApp();
     const post = await app.request("/api/notes", {
       method: "POST",
       headers: { "content-type": "application/json" },
@@ -16,7 +28,7 @@ describe("{{name}}", () => {
   });
 
   it("lists notes a page at a time", async () => {
-    const app = buildApp();
+    const app = newApp();
     for (const text of ["one", "two", "three"]) {
       await app.request("/api/notes", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ text }) });
     }
@@ -25,7 +37,7 @@ describe("{{name}}", () => {
   });
 
   it("refuses an invalid body with a 422 naming the field", async () => {
-    const response = await buildApp().request("/api/notes", {
+    const response = await newApp().request("/api/notes", {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ text: "" }),
@@ -36,9 +48,9 @@ describe("{{name}}", () => {
     expect(error.errors[0]?.path).toBe("body.text");
   });
 
-  it("answers /health with UP and the notes check", async () => {
-    const response = await buildApp().request("/health");
+  it("answers /health with UP and the database check", async () => {
+    const response = await newApp().request("/health");
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ status: "UP", service: "{{name}}", checks: { notes: "UP" } });
+    expect(await response.json()).toMatchObject({ status: "UP", service: "{{name}}", checks: { database: "UP" } });
   });
 });
