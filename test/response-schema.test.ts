@@ -82,7 +82,9 @@ describeBoth("response schemas", build, (target) => {
   it("answers 500 to a value missing a required field, and logs the route, status and field", async () => {
     const { fetch, logs } = target();
     const response = await fetch("/missing");
-    expect([response.status, await response.json()]).toEqual([500, { status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error" }]);
+    // The 5xx body carries the request id (docs/errors.md), the one the response echoes.
+    const requestId = response.headers.get("x-request-id");
+    expect([response.status, await response.json()]).toEqual([500, { status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error", request_id: requestId }]);
     const line = logs.lines().find((l) => l.includes("does not match its schema"));
     expect(line).toMatch(/response of GET \/missing \(200\) does not match its schema: id: /);
   });
