@@ -72,8 +72,10 @@ describe("a foreign process holding the SQLite write lock", () => {
     expect(response.status).toBe(503);
     expect(response.headers.get("retry-after")).toBe("1");
     expect(response.headers.get("content-type")).toBe("application/json;charset=UTF-8");
+    // A 5xx body carries the request id the response echoes (docs/errors.md).
     expect(await response.json()).toEqual({
       status_code: 503, code: "SERVICE_UNAVAILABLE", message: "the database is busy (locked by another writer): retry later",
+      request_id: response.headers.get("x-request-id"),
     });
     expect(service.output()).not.toMatch(/\b500\b/);
   });
