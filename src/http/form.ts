@@ -136,7 +136,10 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
       source.unpipe(parser);
       // The rest of the body is not needed: the answer closes the connection.
       source.pause();
-      parser.destroy();
+      // Limits are reported from inside busboy's own write, which goes on using the part it was
+      // parsing once the handler returns: destroying it there (as Node 22 does at once) leaves it
+      // writing to a part it has already let go of.
+      process.nextTick(() => parser.destroy());
       void cleanup().then(() => reject(error));
     };
     try {
@@ -155,6 +158,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
       if (received > limits.total) fail(tooLarge(`Request body exceeds the limit of ${limits.total} bytes`));
     };
     parser.on("field", (name, text, info) => {
+      if (failed) return;
       if (info.valueTruncated) return fail(tooLarge(`Field ${name} exceeds the limit of ${limits.fieldSize} bytes`));
       entries.push({ name, item: text });
     });
@@ -163,8 +167,9 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
       // reports it, but only once the folder exists.
       stream.on("error", () => {});
       const filename = info.filename;
-      // A file input left empty: browsers send a part with no file name and no bytes.
-      if (filename === undefined || filename === "") {
+      // A file input left empty: browsers send a part with no file name and no bytes; and nothing
+      // more is written once the request has failed.
+      if (failed || filename === undefined || filename === "") {
         stream.resume();
         return;
       }
