@@ -243,21 +243,21 @@ describeBoth(
   },
 );
 
+/** An App whose route records the claims object each request got. */
+function recording(cache: Parameters<typeof jwtAuth>[0]["cache"]) {
+  const seen: object[] = [];
+  const app = new App({ port: 0 });
+  app.route(get("/me", (ctx) => {
+    const { claims } = ctx.auth as Extract<AuthInfo, { type: "jwt" }>;
+    seen.push(claims);
+    return { frozen: Object.isFrozen(claims) && Object.isFrozen(claims.roles) };
+  }).use(jwtAuth({ secret: SECRET, audience: "books", clockTolerance: 5, cache })));
+  const call = async (token: string) => (await app.request("/me", { headers: bearer(token) })).status;
+  return { app, seen, call };
+}
+
 describe("jwtAuth remembers verified tokens", () => {
   afterEach(() => vi.useRealTimers());
-
-  /** An App whose route records the claims object each request got. */
-  function recording(cache: Parameters<typeof jwtAuth>[0]["cache"]) {
-    const seen: object[] = [];
-    const app = new App({ port: 0 });
-    app.route(get("/me", (ctx) => {
-      const { claims } = ctx.auth as Extract<AuthInfo, { type: "jwt" }>;
-      seen.push(claims);
-      return { frozen: Object.isFrozen(claims) && Object.isFrozen(claims.roles) };
-    }).use(jwtAuth({ secret: SECRET, audience: "books", clockTolerance: 5, cache })));
-    const call = async (token: string) => (await app.request("/me", { headers: bearer(token) })).status;
-    return { app, seen, call };
-  }
 
   it("serves a token seen again from what was verified, frozen; with cache: false each request is verified anew", async () => {
     const token = await sign({ sub: "ada", aud: "books", roles: ["admin"] });
