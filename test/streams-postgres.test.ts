@@ -1,10 +1,13 @@
 /**
  * Fan-out across pods through PostgreSQL: two supervisors (two "pods") share one database through
  * KEELSON_STREAMS_DATABASE_URL. A message published on one pod reaches the clients of both, with
- * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID.
+ * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID. A
+ * pod whose LISTEN connection is killed listens again, and its clients still get every message once.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { killAll, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { openPostgres } from "../src/sql/index.js";
+import { LISTEN_APPLICATION_NAME } from "../src/streams/postgres-store.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
@@ -65,6 +68,52 @@ describe("streams across pods through PostgreSQL", () => {
     resumed.close();
     onB.socket.close();
 
+    process.kill(a!.pid, "SIGTERM");
+    process.kill(b!.pid, "SIGTERM");
+    const exits = await Promise.all([a!.exited, b!.exited]);
+    expect(exits.map((exit) => exit.code)).toEqual([0, 0]);
+  });
+
+  it("listens again after its LISTEN connection is killed: messages published in the gap and after it arrive once, in order", async () => {
+    const url = await pg.createDatabase();
+    const env = { KEELSON_STREAMS_DATABASE_URL: url };
+    const [a, b] = await Promise.all([startSupervisor(["--workers", "1"], { entry: "test/fixtures/streams-app.ts", env }),
+      startSupervisor(["--workers", "1"], { entry: "test/fixtures/streams-app.ts", env })]);
+    await Promise.all([a!.waitFor(/1 worker\(s\) ready in/), b!.waitFor(/1 worker\(s\) ready in/)]);
+    const onA = new SSEClient(a!.port, "/events/gap", { reconnect: false });
+    await onA.connect();
+    const onB = new WSClient(`ws://127.0.0.1:${b!.port}/socket/gap`);
+    await onB.opened;
+    const ids = [(await publishOver(b!.port, "gap", { n: 1 })).id];
+    await until(() => onA.data().length === 1 && onB.messages.length === 1, "the first message on both pods");
+
+    // Both pods' LISTEN backends are terminated; B publishes at once, in the gap (before either listens again).
+    const admin = openPostgres({ url, max: 1 });
+    try {
+      const killed = await admin.query("SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
+      expect(killed.length).toBe(2);
+      ids.push((await publishOver(b!.port, "gap", { n: 2 })).id, (await publishOver(a!.port, "gap", { n: 3 })).id);
+      await Promise.all([a!.waitFor(/listening to PostgreSQL again after \d+ms/), b!.waitFor(/listening to PostgreSQL again after \d+ms/)]);
+      expect(a!.output()).toMatch(/the LISTEN connection to PostgreSQL was lost; listening again/);
+      // Listening again: the next ones arrive live.
+      ids.push((await publishOver(a!.port, "gap", { n: 4 })).id, (await publishOver(b!.port, "gap", { n: 5 })).id);
+      await until(() => onA.data().length >= 5 && onB.messages.length >= 5, "5 messages on both pods");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(onA.data().map((d) => (JSON.parse(d) as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+      expect(onA.events.map((e) => e.id)).toEqual(ids);
+      expect(onB.json().map((m) => m.id)).toEqual(ids);
+      // A second time: the connection that came back is watched as the first was.
+      const again = a!.output().length;
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
+      await a!.waitFor(/listening to PostgreSQL again after \d+ms/, 20_000, again);
+      ids.push((await publishOver(b!.port, "gap", { n: 6 })).id);
+      await until(() => onA.data().length >= 6, "the 6th message on pod A");
+      expect(onA.events.map((e) => e.id)).toEqual(ids);
+    } finally {
+      await admin.close();
+    }
+    onA.close();
+    onB.socket.close();
     process.kill(a!.pid, "SIGTERM");
     process.kill(b!.pid, "SIGTERM");
     const exits = await Promise.all([a!.exited, b!.exited]);
