@@ -7,7 +7,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { killAll, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 import { openPostgres } from "../src/sql/index.js";
-import { LISTEN_APPLICATION_NAME } from "../src/streams/postgres-store.js";
+import { LISTEN_APPLICATION_NAME, openPostgresStreamStore } from "../src/streams/postgres-store.js";
+import { captureLogs } from "./helpers/logs.js";
+import { startTcpProxy } from "./helpers/tcp-proxy.js";
 import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
@@ -115,6 +117,42 @@ describe("streams across pods through PostgreSQL", () => {
     onA.close();
     onB.socket.close();
     expect(await stopPods(a, b)).toEqual([0, 0]);
+  });
+
+  it("reads what was published while its LISTEN was cut off when the network is back: each once, in order, then the live ones (the store in-process)", async () => {
+    const url = await pg.createDatabase();
+    const proxy = await startTcpProxy(Number(new URL(url).port));
+    const behind = new URL(url);
+    behind.port = String(proxy.port);
+    const logs = captureLogs();
+    const a = await openPostgresStreamStore(behind.href, logs.logger);
+    const b = await openPostgresStreamStore(url, captureLogs().logger);
+    try {
+      const got: string[] = [];
+      await a.listen((event) => got.push(`${event.channel} ${event.id} ${event.data}`));
+      const ids = [await b.append("room", "1", 100), await b.append("other", "1", 100)];
+      await until(() => got.length === 2, "the first events");
+      proxy.cut();
+      await until(() => logs.lines().some((line) => line.includes("the LISTEN connection to PostgreSQL was lost")), "the lost LISTEN logged");
+      // The gap: nothing reaches A while its network is gone, whatever B publishes.
+      ids.push(await b.append("room", "2", 100), await b.append("other", "2", 100), await b.append("room", "3", 100));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(got).toHaveLength(2);
+      proxy.heal();
+      await until(() => got.length === 5, "the events of the gap");
+      expect(logs.lines().join("\n")).toMatch(/streams: listening to PostgreSQL again after \d+ms[^]*streams: delivered 3 event\(s\) announced while LISTEN was lost/);
+      ids.push(await b.append("room", "4", 100));
+      await until(() => got.length === 6, "the live event after the gap");
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // Each once (6 in all), each channel in order, with the ids the publisher got.
+      expect(got).toHaveLength(6);
+      const of = (channel: string) => got.filter((line) => line.startsWith(`${channel} `));
+      expect(of("room")).toEqual([`room ${ids[0]} 1`, `room ${ids[2]} 2`, `room ${ids[4]} 3`, `room ${ids[5]} 4`]);
+      expect(of("other")).toEqual([`other ${ids[1]} 1`, `other ${ids[3]} 2`]);
+    } finally {
+      await Promise.all([a.close(), b.close()]);
+      await proxy.close();
+    }
   });
 
   it("stops the supervisor with exit 1 and the reason when the database cannot be reached", async () => {
