@@ -148,6 +148,8 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
         relisten(attempt + 1);
       });
     }, Math.min(RELISTEN_MAX_MS, RELISTEN_FIRST_MS * 2 ** (attempt - 1)));
+    // Retrying never keeps a process alive on its own: it exits through its shutdown.
+    retry.unref();
   };
 
   return {
