@@ -4,22 +4,17 @@
  * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID. A
  * pod whose LISTEN connection is killed listens again, and its clients still get every message once.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
-import { openPostgres } from "../src/sql/index.js";
 import { LISTEN_APPLICATION_NAME, openPostgresStreamStore } from "../src/streams/postgres-store.js";
 import { captureLogs } from "./helpers/logs.js";
+import { usePostgres } from "./helpers/postgres.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
 import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
 const publishOver = (port: number, room: string, body: unknown) => postJSON<{ id: string; worker: string }>(port, `/publish/${room}`, body);
 
-let pg: TestPostgres;
-beforeAll(async () => {
-  pg = await startPostgres();
-}, 60_000);
-afterAll(() => pg?.stop());
+const pg = usePostgres();
 afterEach(() => killAll());
 
 
@@ -90,30 +85,27 @@ describe("streams across pods through PostgreSQL", () => {
     await until(() => onA.data().length === 1 && onB.messages.length === 1, "the first message on both pods");
 
     // Both pods' LISTEN backends are terminated; B publishes at once, in the gap (before either listens again).
-    const admin = openPostgres({ url, max: 1 });
-    try {
-      const killed = await admin.query("SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
-      expect(killed.length).toBe(2);
-      ids.push((await publishOver(b.port, "gap", { n: 2 })).id, (await publishOver(a.port, "gap", { n: 3 })).id);
-      await Promise.all([a.waitFor(/listening to PostgreSQL again after \d+ms/), b.waitFor(/listening to PostgreSQL again after \d+ms/)]);
-      expect(a.output()).toMatch(/the LISTEN connection to PostgreSQL was lost; listening again/);
-      // Listening again: the next ones arrive live.
-      ids.push((await publishOver(a.port, "gap", { n: 4 })).id, (await publishOver(b.port, "gap", { n: 5 })).id);
-      await until(() => onA.data().length >= 5 && onB.messages.length >= 5, "5 messages on both pods");
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      expect(onA.data().map((d) => (JSON.parse(d) as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
-      expect(onA.events.map((e) => e.id)).toEqual(ids);
-      expect(onB.json().map((m) => m.id)).toEqual(ids);
-      // A second time: the connection that came back is watched as the first was.
-      const again = a.output().length;
-      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
-      await a.waitFor(/listening to PostgreSQL again after \d+ms/, 20_000, again);
-      ids.push((await publishOver(b.port, "gap", { n: 6 })).id);
-      await until(() => onA.data().length >= 6, "the 6th message on pod A");
-      expect(onA.events.map((e) => e.id)).toEqual(ids);
-    } finally {
-      await admin.close();
-    }
+    // Closed by usePostgres() after the file.
+    const admin = pg.open(url, { max: 1 });
+    const killed = await admin.query("SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
+    expect(killed.length).toBe(2);
+    ids.push((await publishOver(b.port, "gap", { n: 2 })).id, (await publishOver(a.port, "gap", { n: 3 })).id);
+    await Promise.all([a.waitFor(/listening to PostgreSQL again after \d+ms/), b.waitFor(/listening to PostgreSQL again after \d+ms/)]);
+    expect(a.output()).toMatch(/the LISTEN connection to PostgreSQL was lost; listening again/);
+    // Listening again: the next ones arrive live.
+    ids.push((await publishOver(a.port, "gap", { n: 4 })).id, (await publishOver(b.port, "gap", { n: 5 })).id);
+    await until(() => onA.data().length >= 5 && onB.messages.length >= 5, "5 messages on both pods");
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(onA.data().map((d) => (JSON.parse(d) as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+    expect(onA.events.map((e) => e.id)).toEqual(ids);
+    expect(onB.json().map((m) => m.id)).toEqual(ids);
+    // A second time: the connection that came back is watched as the first was.
+    const again = a.output().length;
+    await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
+    await a.waitFor(/listening to PostgreSQL again after \d+ms/, 20_000, again);
+    ids.push((await publishOver(b.port, "gap", { n: 6 })).id);
+    await until(() => onA.data().length >= 6, "the 6th message on pod A");
+    expect(onA.events.map((e) => e.id)).toEqual(ids);
     onA.close();
     onB.socket.close();
     expect(await stopPods(a, b)).toEqual([0, 0]);
