@@ -3,18 +3,14 @@
  * KEELSON_STREAMS_DATABASE_URL. A message published on one pod reaches the clients of both, with
  * one id, in order (large messages too); a client resumes on the other pod with Last-Event-ID.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startSupervisor } from "./fixtures/supervisor-harness.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 
 const publishOver = (port: number, room: string, body: unknown) => postJSON<{ id: string; worker: string }>(port, `/publish/${room}`, body);
 
-let pg: TestPostgres;
-beforeAll(async () => {
-  pg = await startPostgres();
-}, 60_000);
-afterAll(() => pg?.stop());
+const pg = usePostgres();
 afterEach(() => killAll());
 
 
