@@ -49,6 +49,8 @@ function settleAsBefore(value: unknown): unknown {
  * whose status has a schema is written through that schema; anything else as toResult() does.
  */
 function shapedResult(serializers: ResponseSerializers): (value: unknown) => unknown {
+  // A plain value is always a 200: its serializer is looked up once per route, not per response.
+  const ok = serializers(200);
   const shape = (value: unknown): unknown => {
     if (value instanceof JSONValueResponse) {
       const serialize = serializers(value.status);
@@ -63,9 +65,8 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown) => unk
         return value;
       });
     }
-    const serialize = value === undefined || !isJSONValue(value) ? undefined : serializers(200);
-    if (serialize === undefined) return toResult(value);
-    const body = serialize(value);
+    if (ok === undefined || value === undefined || !isJSONValue(value)) return toResult(value);
+    const body = ok(value);
     return typeof body === "string" ? jsonText(value, body) : body.then((text) => jsonText(value, text));
   };
   return (value) => (value instanceof Promise ? value.then(shape) : shape(value));
