@@ -41,7 +41,7 @@ function tooLarge(limit: number) {
  * Its fault, not the server's: a 400, logged as a warn request line, never a 500 with a stack
  * trace and a 5xx observation that any client could trigger at will. Nobody reads the answer.
  */
-function bodyIncomplete(cause: unknown) {
+export function bodyIncomplete(cause: unknown) {
   return createError("BAD_REQUEST", "Request body was not fully received: the client closed the connection", cause);
 }
 
@@ -89,13 +89,18 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
 
 function readText(event: H3Event, limit: number): Promise<string> {
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
-  if (nodeReq && !nodeReq.readableEnded && nodeReq.readableLength === 0 && !nodeReq.readableFlowing) {
+  if (nodeReq && !nodeReq.readableEnded && !nodeReq.readableFlowing) {
+    // Bytes that arrived while a middleware awaited wait in the stream's buffer and come first.
+    // A client that left meanwhile: its 'aborted' and 'error' have fired already, none would again.
+    if (nodeReq.destroyed) return Promise.reject(bodyIncomplete(nodeReq.errored ?? new Error("request aborted")));
     return readNodeBody(nodeReq, limit);
   }
   assertBodySize(event, limit);
-  // The web-stream path reports a client that went away as an AbortError.
+  // The web-stream path reports a client that went away as an AbortError, or as Node's own
+  // `aborted` error (ECONNRESET) when the Node request failed first.
   return event.req.text().catch((error: unknown) => {
-    throw (error as Error)?.name === "AbortError" ? bodyIncomplete(error) : error;
+    const { name, code } = (error ?? {}) as { name?: string; code?: string };
+    throw name === "AbortError" || code === "ECONNRESET" ? bodyIncomplete(error) : error;
   });
 }
 

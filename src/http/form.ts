@@ -8,6 +8,7 @@ import { pipeline } from "node:stream/promises";
 import type busboy from "busboy";
 import type { H3Event } from "h3";
 import { createError, type KError } from "../errors.js";
+import { bodyIncomplete } from "./body.js";
 
 /** Limits of a form body (`bodyType: "form"`), per route; the total size is the route's body limit. */
 export interface FormLimits {
@@ -104,6 +105,10 @@ export function readFormBody(event: H3Event, limits: ResolvedFormLimits): Promis
     if (length === "0" || (type === null && length === null && !event.req.body)) return Promise.resolve({ value: undefined, cleanup: async () => {} });
     return Promise.reject(createError("UNSUPPORTED_MEDIA_TYPE", "Request body must be multipart/form-data or application/x-www-form-urlencoded"));
   }
+  // A client that left while a middleware awaited: its stream's events have fired already.
+  if (nodeReq && !nodeReq.readableEnded && nodeReq.destroyed) {
+    return Promise.reject(bodyIncomplete(nodeReq.errored));
+  }
   const source = bodyStream(event);
   if (source === undefined) return Promise.resolve({ value: undefined, cleanup: async () => {} });
   return loadBusboy().then((parse) => parseForm(parse, source, type, limits));
@@ -186,7 +191,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
         if (truncated || failed) return undefined;
         return new File([await openAsBlob(file)], filename, { type: info.mimeType });
       }).catch((error: unknown) => {
-        if (!failed) fail(createError("BAD_REQUEST", "Request body was not fully received: the client closed the connection", error));
+        if (!failed) fail(bodyIncomplete(error));
         return undefined;
       }) });
     });
@@ -203,7 +208,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
         resolve({ value, cleanup });
       });
     });
-    const gone = (error?: Error) => fail(createError("BAD_REQUEST", "Request body was not fully received: the client closed the connection", error));
+    const gone = (error?: Error) => fail(bodyIncomplete(error));
     source.on("data", count);
     source.once("aborted", () => gone());
     source.once("error", gone);
