@@ -6,9 +6,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { SignJWT, UnsecuredJWT, exportJWK, type JWK } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { App, get, post } from "../src/index.js";
-import { apiKeyAuth, basicAuth, jwtAuth } from "../src/auth/index.js";
+import { apiKeyAuth, basicAuth, jwtAuth, type AuthInfo } from "../src/auth/index.js";
 import { describeBoth } from "./helpers/both.js";
 
 const SECRET = "a-development-secret-of-32-bytes!";
@@ -243,6 +243,69 @@ describeBoth(
   },
 );
 
+/** An App whose route records the claims object each request got. */
+function recording(cache: Parameters<typeof jwtAuth>[0]["cache"]) {
+  const seen: object[] = [];
+  const app = new App({ port: 0 });
+  app.route(get("/me", (ctx) => {
+    const { claims } = ctx.auth as Extract<AuthInfo, { type: "jwt" }>;
+    seen.push(claims);
+    return { frozen: Object.isFrozen(claims) && Object.isFrozen(claims.roles) };
+  }).use(jwtAuth({ secret: SECRET, audience: "books", clockTolerance: 5, cache })));
+  const call = async (token: string) => (await app.request("/me", { headers: bearer(token) })).status;
+  return { app, seen, call };
+}
+
+describe("jwtAuth remembers verified tokens", () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("serves a token seen again from what was verified, frozen; with cache: false each request is verified anew", async () => {
+    const token = await sign({ sub: "ada", aud: "books", roles: ["admin"] });
+    const cached = recording(undefined);
+    expect([await cached.call(token), await cached.call(token)]).toEqual([200, 200]);
+    expect(cached.seen[0]).toBe(cached.seen[1]);
+    expect(await (await cached.app.request("/me", { headers: bearer(token) })).json()).toEqual({ frozen: true });
+    const uncached = recording(false);
+    expect([await uncached.call(token), await uncached.call(token)]).toEqual([200, 200]);
+    expect(uncached.seen[0]).not.toBe(uncached.seen[1]);
+    expect(uncached.seen[0]).toEqual(uncached.seen[1]);
+  });
+
+  it("refuses a remembered token once past its exp (with the clock tolerance), and forgets it after maxAge", async () => {
+    vi.useFakeTimers({ toFake: ["Date"], now: new Date("2026-11-24T12:00:00Z") });
+    const token = await sign({ sub: "ada", aud: "books", exp: now() + 60 });
+    const { seen, call } = recording({ maxAge: 10_000 });
+    expect(await call(token)).toBe(200);
+    vi.setSystemTime(Date.now() + 9_000);
+    expect(await call(token)).toBe(200);
+    expect(seen[1]).toBe(seen[0]);
+    // Past maxAge: verified again (a new claims object), and remembered again.
+    vi.setSystemTime(Date.now() + 2_000);
+    expect(await call(token)).toBe(200);
+    expect(seen[2]).not.toBe(seen[0]);
+    // exp + 5 s of tolerance: still inside at +64 s, refused at +65 s, though maxAge has not run out.
+    vi.setSystemTime(new Date("2026-11-24T12:01:04Z"));
+    expect(await call(token)).toBe(200);
+    vi.setSystemTime(new Date("2026-11-24T12:01:05Z"));
+    expect(await call(token)).toBe(401);
+  });
+
+  it("keeps at most max tokens, forgetting the least recently used", async () => {
+    const [a, b] = await Promise.all([sign({ sub: "a", aud: "books" }), sign({ sub: "b", aud: "books" })]);
+    const { seen, call } = recording({ max: 1 });
+    for (const token of [a, a, b, a]) expect(await call(token)).toBe(200);
+    expect(seen[1]).toBe(seen[0]);
+    expect(seen[3]).not.toBe(seen[0]);
+    expect(seen[3]).toEqual(seen[0]);
+  });
+
+  it("never remembers a token that failed: a forged one is refused every time", async () => {
+    const forged = await sign({ sub: "ada", aud: "books" }, { secret: OTHER_SECRET });
+    const { call } = recording(undefined);
+    expect([await call(forged), await call(forged)]).toEqual([401, 401]);
+  });
+});
+
 describe("auth options are checked at construction, naming the option", () => {
   it.each([
     [() => jwtAuth({}), /exactly one of secret, publicKey or jwksUrl \(got none\)/],
@@ -262,6 +325,9 @@ describe("auth options are checked at construction, naming the option", () => {
     [() => jwtAuth({ secret: SECRET, scopes: ["a b"] }), /scopes must be an array of non-empty strings without spaces/],
     [() => jwtAuth({ secret: SECRET, realm: "" }), /realm must be a non-empty string/],
     [() => jwtAuth({ secret: SECRET, schemeName: "a b" }), /schemeName must match/],
+    [() => jwtAuth({ secret: SECRET, cache: true as unknown as false }), /cache must be false or \{ max\?, maxAge\? \}, got true/],
+    [() => jwtAuth({ secret: SECRET, cache: { max: 0 } }), /cache.max must be an integer >= 1, got 0/],
+    [() => jwtAuth({ secret: SECRET, cache: { maxAge: Number.NaN } }), /cache.maxAge must be a finite number of ms > 0, got NaN/],
     [() => apiKeyAuth({}), /apiKeyAuth: give exactly one of keys or verify/],
     [() => apiKeyAuth({ keys: {} }), /keys must name at least one key/],
     [() => apiKeyAuth({ keys: { a: "short" } }), /keys.a must be at least 16 visible ASCII characters \(got 5 characters\)/],

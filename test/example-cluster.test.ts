@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort, killAllChildren, spawnChild } from "../harness/child.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 
 // The bookstore under the real supervisor with 4 workers (CLI from source), on a shared database:
 // every write made through one worker is read back through the others.
@@ -16,17 +16,15 @@ const BOOKS = 200;
 const TOKEN_COMMAND = /^token:.*\n\t@(node --import tsx examples\/bookstore\/token\.ts)$/m.exec(readFileSync(join(ROOT, "Makefile"), "utf8"))?.[1];
 const token = execFileSync(process.execPath, ["--import", "tsx", "examples/bookstore/token.ts"], { cwd: ROOT, encoding: "utf8" }).trim();
 const dir = mkdtempSync(join(tmpdir(), "keelson-example-"));
-let pg: TestPostgres;
+const pg = usePostgres();
 
-beforeAll(async () => {
+beforeAll(() => {
   expect(TOKEN_COMMAND, "make token's recipe").toBe("node --import tsx examples/bookstore/token.ts");
-  pg = await startPostgres();
-}, 120_000);
+});
 
 afterEach(killAllChildren);
 
-afterAll(async () => {
-  await pg?.stop();
+afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 

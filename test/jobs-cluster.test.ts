@@ -4,9 +4,9 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { delay, freePort, killAllChildren, spawnChild, type Child } from "../harness/child.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -93,11 +93,7 @@ describe("jobs under the supervisor", () => {
 });
 
 describe("jobs across supervisors, with PostgreSQL", () => {
-  let pg: TestPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
+  const pg = usePostgres();
 
   it("two supervisors on one database: each tick runs exactly once in the deployment", async () => {
     const url = await pg.createDatabase();
@@ -122,11 +118,7 @@ describe("jobs across supervisors, with PostgreSQL", () => {
 const printedAt = (line: string) => Number(/ at (\d+)$/.exec(line)?.[1]);
 
 describe("jobs across pods: a tick leased by a pod that is gone runs on another", () => {
-  let pg: TestPostgres;
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 60_000);
-  afterAll(() => pg?.stop());
+  const pg = usePostgres();
 
   it("a pod SIGKILLed whole (primary and workers) mid-run: the other pod re-runs its tick within 30 s (default lease)", async () => {
     const url = await pg.createDatabase();

@@ -3,23 +3,19 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createSQLJobStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { afterAll, describe, expect, it } from "vitest";
+import { createSQLJobStore, openSQLite, type SQLDatabase } from "../src/sql/index.js";
 import { describeJobStoreContract } from "./helpers/job-store.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 
 const never = new AbortController().signal;
 const opened: SQLDatabase[] = [];
 const dir = mkdtempSync(join(tmpdir(), "keelson-job-store-"));
 let files = 0;
-let pg: TestPostgres;
+const pg = usePostgres();
 
-beforeAll(async () => {
-  pg = await startPostgres();
-}, 120_000);
 afterAll(async () => {
   for (const db of opened.splice(0)) await db.close();
-  await pg?.stop();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -29,12 +25,7 @@ const sqlite = () => {
   opened.push(...dbs);
   return dbs;
 };
-const postgres = async () => {
-  const url = await pg.createDatabase();
-  const dbs = [openPostgres({ url, max: 2 }), openPostgres({ url, max: 2 })];
-  opened.push(...dbs);
-  return dbs;
-};
+const postgres = () => pg.openDatabase(2, { max: 2 });
 
 describeJobStoreContract("SQLite, two handles on one file", async () => {
   const [a, b] = sqlite();

@@ -2,8 +2,9 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { App, defineJob, type JobContext, type JobOptions, type JobStore } from "../src/index.js";
+import { Logger } from "../src/logging/logger.js";
 import { createPrometheus } from "../src/metrics/index.js";
 import { createSQLJobStore, openSQLite } from "../src/sql/index.js";
 import { MemoryJobStore } from "./helpers/job-store.js";
@@ -186,6 +187,62 @@ describe("app.schedule: runs in the process", () => {
     expect(overlapped).toBe(false);
     expect(runs[1]! - runs[0]!).toBe(1000);
   });
+});
+
+describe("a job's ctx.logger", () => {
+  for (const format of ["text", "json"] as const) {
+    it(`error() logs with the job's name and tick and returns; the process goes on; the App's level holds (${format})`, async () => {
+      const chunks: string[] = [];
+      const logger = new Logger({ isProduction: format === "json", format, level: "warn", output: { write: (chunk: string) => chunks.push(chunk) } });
+      const lines = () => {
+        logger.flush();
+        return chunks.join("").split("\n").filter((line) => line.length > 0);
+      };
+      const app = new App({ port: 0, logger });
+      apps.push(app);
+      // The App logger's error() exits: a job logger that did would call this.
+      const exit = vi.spyOn(process, "exit").mockImplementation((code) => {
+        throw new Error(`process.exit(${String(code)}) called`);
+      });
+      const returned: string[] = [];
+      app.schedule({
+        name: "sync", every: 1000,
+        run({ scheduledAt, logger: log }) {
+          log.info("below the level");
+          log.warn("retrying %d", 2);
+          log.error("sync failed: %s", "upstream down");
+          log.child({ attempt: 3 }).error("gave up");
+          returned.push(scheduledAt.toISOString());
+        },
+      });
+      try {
+        void app.listen();
+        await until(() => returned.length >= 2);
+      } finally {
+        await app.close();
+        exit.mockRestore();
+      }
+      expect(exit).not.toHaveBeenCalled();
+      const tick = returned[0]!;
+      const ofTick = lines().filter((line) => line.includes(tick) && !line.includes("job sync"));
+      if (format === "text") {
+        expect(ofTick).toEqual([
+          expect.stringMatching(new RegExp(`^\\[WARN\\] .* retrying 2 job=sync tick=${tick}$`)),
+          expect.stringMatching(new RegExp(`^\\[ERROR\\] .* sync failed: upstream down job=sync tick=${tick}$`)),
+          expect.stringMatching(new RegExp(`^\\[ERROR\\] .* gave up job=sync tick=${tick} attempt=3$`)),
+        ]);
+      } else {
+        expect(ofTick.map((line) => JSON.parse(line) as Record<string, unknown>)).toEqual([
+          expect.objectContaining({ level: "warn", message: "retrying 2", job: "sync", tick }),
+          expect.objectContaining({ level: "error", message: "sync failed: upstream down", job: "sync", tick }),
+          expect.objectContaining({ level: "error", message: "gave up", job: "sync", tick, attempt: 3 }),
+        ]);
+      }
+      expect(lines().join("\n")).not.toContain("below the level");
+      // The run went on past error() and was not a failure.
+      expect(lines().join("\n")).not.toMatch(/job sync failed/);
+    });
+  }
 });
 
 describe("a shared store: once per deployment", () => {

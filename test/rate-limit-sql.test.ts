@@ -2,10 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, it } from "vitest";
-import { createSQLRateLimitStore, openPostgres, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { afterAll, afterEach, describe, it } from "vitest";
+import { createSQLRateLimitStore, openSQLite, type SQLDatabase } from "../src/sql/index.js";
 import { killAllChildren } from "../harness/child.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract } from "./helpers/rate-limit-contract.js";
 
 // The SQL rate-limit store against real databases: a SQLite file shared by two real processes,
@@ -42,19 +42,6 @@ describe("SQLite: the store contract, two handles on one file", () => {
 });
 
 describe("PostgreSQL: the store contract, two pools", () => {
-  let pg: TestPostgres;
-  const opened: SQLDatabase[] = [];
-  beforeAll(async () => {
-    pg = await startPostgres();
-  }, 120_000);
-  afterAll(async () => {
-    for (const db of opened.splice(0)) await db.close();
-    await pg?.stop();
-  });
-  rateLimitStoreContract(async () => {
-    const url = await pg.createDatabase();
-    const dbs = [openPostgres({ url, max: 4 }), openPostgres({ url, max: 4 })];
-    opened.push(...dbs);
-    return dbs.map((db) => createSQLRateLimitStore(db));
-  });
+  const pg = usePostgres();
+  rateLimitStoreContract(async () => (await pg.openDatabase(2, { max: 4 })).map((db) => createSQLRateLimitStore(db)));
 });

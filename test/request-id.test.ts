@@ -1,8 +1,9 @@
 // Request identity: the incoming X-Request-Id kept when well formed, replaced (never logged) when
 // not, generated when absent, echoed, and carried by ctx.requestId, the request line, the 5xx error
 // line, the 5xx body and the server span; in-process and over a real socket.
-import { afterEach, describe, expect, it } from "vitest";
-import { App, get, type KConfig, type LogFormat } from "../src/index.js";
+import * as http from "node:http";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { App, conflict, createError, forbidden, get, json, rateLimit, sse, websocket, type KConfig, type LogFormat } from "../src/index.js";
 import { MAX_REQUEST_ID_LENGTH, generateRequestId, isValidRequestId, resolveRequestIdHeader } from "../src/http/request-id.js";
 import { MODES, type Mode } from "./helpers/both.js";
 import { captureLogs, type LogCapture } from "./helpers/logs.js";
@@ -171,6 +172,111 @@ for (const mode of MODES) {
           expect.objectContaining({ level: "error", path: "/fail", status: 500, request_id: "support-ticket-1" }),
         ]);
       }
+    });
+  });
+}
+
+/** Every value of the request-id header among raw headers: exactly one is expected. */
+function idsOf(rawHeaders: readonly string[]): string[] {
+  const ids: string[] = [];
+  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i]!.toLowerCase() === "x-request-id") ids.push(rawHeaders[i + 1]!);
+  return ids;
+}
+
+/** A request over a real socket with node's client: status and every request-id value, duplicates included. */
+function rawRequest(port: number, path: string, headers: Record<string, string>, method = "GET"): Promise<{ status: number; ids: string[] }> {
+  return new Promise((resolve, reject) => {
+    const request = http.request({ host: "127.0.0.1", port, path, method, headers, agent: false });
+    request.on("response", (res) => {
+      res.destroy();
+      resolve({ status: res.statusCode!, ids: idsOf(res.rawHeaders) });
+    });
+    // An upgrade accepted (not expected here): still answered with what its head carried.
+    request.on("upgrade", (res, socket) => {
+      socket.destroy();
+      resolve({ status: 101, ids: idsOf(res.rawHeaders) });
+    });
+    request.on("error", reject);
+    request.end();
+  });
+}
+
+const UPGRADE = { connection: "Upgrade", upgrade: "websocket", "sec-websocket-version": "13", "sec-websocket-key": "dGhlIHNhbXBsZSBub25jZQ==" };
+
+/** Every kind of answer an App gives, each to be checked for exactly one echoed id. */
+function everyAnswerApp(config: KConfig): App {
+  const app = new App({ ...config, cors: { origin: "https://app.example" } });
+  app.route(get("/ok", () => ({ ok: true })));
+  app.route(get("/json-headers", () => json({ ok: true }, 200, { "cache-control": "max-age=60", "x-extra": "1" })));
+  app.route(get("/web", () => new Response("made", { status: 201, headers: { "x-extra": "1", "cache-control": "no-cache" } })));
+  app.route(get("/own-id", () => json({ ok: true }, 200, { "x-request-id": "from-handler" })));
+  app.route(get("/web-409", () => new Response("taken", { status: 409, headers: { "x-extra": "1" } })));
+  app.route(get("/json-422", () => json({ nope: true }, 422)));
+  app.route(get("/conflict", () => {
+    throw conflict("already there");
+  }));
+  app.route(get("/busy", () => {
+    throw createError("SERVICE_UNAVAILABLE", "later");
+  }));
+  app.route(get("/limited", () => ({ ok: true })).use(rateLimit({ limit: 1, windowMs: 60_000 })));
+  app.route(sse("/events", () => {}));
+  app.route(websocket("/ws", () => {
+    throw forbidden("not you");
+  }));
+  return app;
+}
+
+for (const mode of MODES) {
+  describe(`the id on every response, once [${mode}]`, () => {
+    let app: App;
+    let server: Listening | undefined;
+    beforeAll(async () => {
+      app = everyAnswerApp({ port: 0, logger: captureLogs("json").logger });
+      if (mode === "socket") server = await listenOn(app);
+    });
+    afterAll(async () => {
+      await server?.stop();
+      if (server === undefined) await app.close();
+    });
+
+    /** Status and the id values of the answer (over the socket, raw headers: a duplicate shows). */
+    async function answer(path: string, id: string, init: { method?: string; headers?: Record<string, string> } = {}): Promise<{ status: number; ids: string[] }> {
+      const headers = { ...init.headers, "x-request-id": id };
+      if (server !== undefined) return rawRequest(server.port, path, headers, init.method);
+      const res = await app.request(path, { method: init.method, headers });
+      await res.body?.cancel();
+      const value = res.headers.get("x-request-id");
+      return { status: res.status, ids: value === null ? [] : value.split(", ") };
+    }
+
+    it.each([
+      ["a 200", "/ok", {}, 200],
+      ["json() with its own headers", "/json-headers", {}, 200],
+      ["a web Response with its own headers", "/web", {}, 201],
+      ["a web Response with a 4xx status", "/web-409", {}, 409],
+      ["json() with a 4xx status", "/json-422", {}, 422],
+      ["a thrown 4xx KError", "/conflict", {}, 409],
+      ["a thrown 5xx KError", "/busy", {}, 503],
+      ["a 404", "/nowhere", {}, 404],
+      ["a 405", "/ok", { method: "DELETE" }, 405],
+      ["a CORS request", "/ok", { headers: { origin: "https://app.example" } }, 200],
+      ["a CORS preflight", "/ok", { method: "OPTIONS", headers: { origin: "https://app.example", "access-control-request-method": "GET" } }, 204],
+      ["an event stream", "/events", { headers: { accept: "text/event-stream" } }, 200],
+      ["a plain GET on a WebSocket route (426)", "/ws", {}, 426],
+      ["a WebSocket upgrade the handler refuses", "/ws", { headers: UPGRADE }, 403],
+    ] as const)("%s", async (_what, path, init, status) => {
+      const id = `every-${status}-${path.slice(1)}`;
+      expect(await answer(path, id, init)).toEqual({ status, ids: [id] });
+    });
+
+    it("a handler's own request-id header: one value, not two", async () => {
+      // As with any header set before the response: node:http lets the response's own win, h3 its prepared one.
+      expect(await answer("/own-id", "sent-1")).toEqual({ status: 200, ids: [mode === "socket" ? "from-handler" : "sent-1"] });
+    });
+
+    it("a rate-limited 429, and the request before it", async () => {
+      expect(await answer("/limited", "limit-1")).toEqual({ status: 200, ids: ["limit-1"] });
+      expect(await answer("/limited", "limit-2")).toEqual({ status: 429, ids: ["limit-2"] });
     });
   });
 }

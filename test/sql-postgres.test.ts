@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
 import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
 import { captureLogs } from "./helpers/logs.js";
-import { startPostgres, type TestPostgres } from "./helpers/postgres.js";
+import { usePostgres } from "./helpers/postgres.js";
 import { delay } from "../harness/child.js";
 
-let pg: TestPostgres;
+const pg = usePostgres();
 let admin: SQLDatabase;
-const opened: SQLDatabase[] = [];
-const open = (url: string, max?: number) => {
-  const db = openPostgres({ url, max });
-  opened.push(db);
-  return db;
-};
+const open = (url: string, max?: number) => pg.open(url, { max });
 type Row = { id: string; writer: string };
 const table = (db: SQLDatabase, seed?: Row[]) => createSQLRepository<Row>(db, { table: "rows", columns: { id: "text", writer: "text" }, seed });
 
@@ -31,14 +26,8 @@ async function until<T>(probe: () => Promise<T>, ok: (value: T) => boolean, what
   }
 }
 
-beforeAll(async () => {
-  pg = await startPostgres();
+beforeAll(() => {
   admin = open(pg.url, 1);
-}, 120_000);
-
-afterAll(async () => {
-  for (const db of opened.splice(0)) await db.close();
-  await pg?.stop();
 });
 
 describe("openPostgres", () => {

@@ -78,6 +78,7 @@ describe("headers set before the head (real socket)", () => {
         seen.push((error as NodeJS.ErrnoException).code);
       }
       if (req.url === "/array") res.writeHead(200, "", ["x-a", "own", "content-type", "text/plain"]).end("array");
+      else if (req.url === "/array-mixed") res.writeHead(200, "", ["content-type", "text/plain", "X-a", "own"]).end("mixed");
       else if (req.url === "/object") res.writeHead(200, { "X-A": "own", "x-c": "c" }).end("object");
       else if (req.url === "/two-args") res.writeHead(201, ["x-c", "c"]).end("two");
       else res.end("implicit");
@@ -90,6 +91,11 @@ describe("headers set before the head (real socket)", () => {
   it("the response's own header of the same name wins (flat array, as srvx passes)", async () => {
     const res = await fetch(`${base}/array`);
     expect([res.status, res.headers.get("x-a"), res.headers.get("x-b"), await res.text()]).toEqual([200, "own", null, "array"]);
+  });
+
+  it("the response's own header wins in a flat array whatever its case, once", async () => {
+    const res = await fetch(`${base}/array-mixed`);
+    expect([res.status, res.headers.get("x-a"), await res.text()]).toEqual([200, "own", "mixed"]);
   });
 
   it("the response's own header wins over an object too, in any case", async () => {

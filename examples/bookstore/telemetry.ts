@@ -1,4 +1,3 @@
-import { trace } from "@opentelemetry/api";
 import type { App } from "../../src/index.js";
 import { createPrometheus } from "../../src/metrics/index.js";
 
@@ -17,8 +16,9 @@ export function setupTelemetry(app: App, env: NodeJS.ProcessEnv = process.env): 
 }
 
 async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
-  // The API is imported statically: prom-client loads it at start-up anyway (for exemplars).
-  const [{ OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { createOtelTracer }] = await Promise.all([
+  // The API with them: neither keelson nor prom-client needs it before a span is recorded.
+  const [{ trace }, { OTLPTraceExporter }, { resourceFromAttributes }, { BasicTracerProvider, BatchSpanProcessor }, { createOtelTracer }] = await Promise.all([
+    import("@opentelemetry/api"),
     import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/resources"),
     import("@opentelemetry/sdk-trace-base"),

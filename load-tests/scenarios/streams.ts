@@ -16,7 +16,11 @@ const SSE_CLIENTS = 200;
 const WS_CLIENTS = 50;
 const SUBSCRIBERS = 1000;
 const FLOOD_MESSAGES = Number(process.env.STREAMS_FLOOD ?? 500);
-const ENTRY = "test/fixtures/streams-app.ts";
+// The workers run as a deployment runs them: compiled JavaScript from dist/ (`make build-bench` builds
+// the fixture there). STREAMS_SOURCE=1 runs CLI and fixture from source through tsx instead, whose
+// loader makes every replacement's start cost several times the CPU (see BENCHMARKS.md).
+const FROM_SOURCE = process.env.STREAMS_SOURCE === "1";
+const ENTRY = FROM_SOURCE ? "test/fixtures/streams-app.ts" : "dist/load-tests/servers/streams.js";
 
 
 async function until(test: () => boolean, timeoutMs: number): Promise<boolean> {
@@ -62,7 +66,7 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 export async function streams(context: Context): Promise<Verdict> {
   const failures: string[] = [];
   // 1. Reload and SIGTERM with live clients.
-  const cluster = await startCluster({ cwd: context.root, entry: ENTRY, workers: WORKERS, tsx: true, pinCpu: context.pinning.server });
+  const cluster = await startCluster({ cwd: context.root, entry: ENTRY, workers: WORKERS, tsx: FROM_SOURCE, pinCpu: context.pinning.server });
   let bare = { ms: 0, steps: "" };
   let idle = { ms: 0, steps: "" };
   let withClients = { ms: 0, steps: "" };
@@ -115,9 +119,10 @@ export async function streams(context: Context): Promise<Verdict> {
     const hooksAfterStreams = [...log.matchAll(/ending \d+ event stream/g)].length === WORKERS && [...log.matchAll(/fixture hook second: started/g)].length === WORKERS;
     if (exitCode !== 0 || !ended || !hooksAfterStreams || drains.length !== WORKERS) failures.push(`SIGTERM: exit ${exitCode}, ends seen ${ended}, drains ${drains.join(",")}`);
     table(["phase", "result"], [
+      ["workers run from", FROM_SOURCE ? "source, through tsx (STREAMS_SOURCE=1)" : "dist/ (compiled, as deployed)"],
       ["reload without clients", `${bare.ms.toFixed(0)} ms (${bare.steps})`],
-      [`reload with ${SSE_CLIENTS} SSE + ${WS_CLIENTS} WS clients, nothing published`, `${idle.ms.toFixed(0)} ms (${idle.steps})`],
-      [`reload with them and a message every 10 ms to all`, `${withClients.ms.toFixed(0)} ms (${withClients.steps})`],
+      [`reload with ${SSE_CLIENTS} SSE + ${WS_CLIENTS} WS clients, nothing published`, `${idle.ms.toFixed(0)} ms, ${(idle.ms / bare.ms).toFixed(2)}× (${idle.steps})`],
+      [`reload with them and a message every 10 ms to all`, `${withClients.ms.toFixed(0)} ms, ${(withClients.ms / bare.ms).toFixed(2)}× (${withClients.steps})`],
       ["messages published through the reload", published],
       ["clients with every message exactly once", `${sseExact}/${SSE_CLIENTS} SSE, ${wsExact}/${WS_CLIENTS} WS`],
       ["clean ends (final event / close 1001)", `${sseClean}/${SSE_CLIENTS} SSE, ${wsClean}/${WS_CLIENTS} WS`],
@@ -128,7 +133,7 @@ export async function streams(context: Context): Promise<Verdict> {
   }
 
   // 2. Fan-out throughput to 1,000 subscribers.
-  const fan = await startCluster({ cwd: context.root, entry: ENTRY, workers: WORKERS, tsx: true, pinCpu: context.pinning.server });
+  const fan = await startCluster({ cwd: context.root, entry: ENTRY, workers: WORKERS, tsx: FROM_SOURCE, pinCpu: context.pinning.server });
   let rate = 0;
   let p50 = NaN;
   let p99 = NaN;
@@ -178,7 +183,7 @@ export async function streams(context: Context): Promise<Verdict> {
     await fan.stop();
   }
   return verdict(NAME, failures.length === 0,
-    `${SSE_CLIENTS} SSE + ${WS_CLIENTS} WS clients on ${WORKERS} workers: reload ${idle.ms.toFixed(0)} ms (${bare.ms.toFixed(0)} ms without clients, ${withClients.ms.toFixed(0)} ms while publishing), ` +
+    `${SSE_CLIENTS} SSE + ${WS_CLIENTS} WS clients on ${WORKERS} workers (${FROM_SOURCE ? "tsx" : "dist"}): reload ${idle.ms.toFixed(0)} ms (${bare.ms.toFixed(0)} ms without clients, ${withClients.ms.toFixed(0)} ms while publishing), ` +
     `${published} messages published through it, SIGTERM exit ${exitCode}; fan-out to ${SUBSCRIBERS} subscribers: ${rate.toFixed(0)} deliveries/s ` +
     `(${(rate / SUBSCRIBERS).toFixed(0)} messages/s to all; ${((serverCpu / Math.max(1, delivered)) * 1e6).toFixed(1)} µs of server CPU each), p50 ${p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms` +
     (failures.length === 0 ? "" : `; FAILED: ${failures.join("; ")}`));

@@ -4,6 +4,7 @@ import { createRemoteJWKSet, errors, jwtVerify, type JWK, type JWTPayload, type 
 import { createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
+import { checkCacheOptions, freezeClaims, VerifiedTokens, type JwtCacheOptions } from "./verified-tokens.js";
 import {
   checkRealm, checkSchemeName, checkScopes, forbiddenResponse, missingScopes, quoted, setAuth, unauthorizedResponse,
 } from "./principal.js";
@@ -35,6 +36,12 @@ export interface JwtAuthOptions {
   realm?: string;
   /** The security scheme's name in the OpenAPI document (default `"bearer"`). */
   schemeName?: string;
+  /**
+   * Verified tokens are remembered, so a token sent again is not verified again: at most `max`
+   * (default 1000), each for at most `maxAge` ms (default 60 000) and never past its `exp`; with
+   * `jwksUrl`, all are forgotten when the fetched key set changes. `false` verifies every request.
+   */
+  cache?: false | JwtCacheOptions;
 }
 
 const HMAC = ["HS256", "HS384", "HS512"];
@@ -48,7 +55,8 @@ class KeySourceError extends Error {
   }
 }
 
-function keyOf(options: JwtAuthOptions): { key: Uint8Array | KeyObject | JWTVerifyGetKey; algorithms: string[] } {
+/** The key to verify with; `keysChanged` is called when a JWKS fetch brings a different key set. */
+function keyOf(options: JwtAuthOptions, keysChanged: () => void): { key: Uint8Array | KeyObject | JWTVerifyGetKey; algorithms: string[] } {
   const given = (["secret", "publicKey", "jwksUrl"] as const).filter((name) => options[name] !== undefined);
   if (given.length !== 1) throw new TypeError(`jwtAuth: give exactly one of secret, publicKey or jwksUrl (got ${given.length === 0 ? "none" : given.join(", ")})`);
   if (options.secret !== undefined) {
@@ -82,9 +90,15 @@ function keyOf(options: JwtAuthOptions): { key: Uint8Array | KeyObject | JWTVeri
     }
   }
   const remote = createRemoteJWKSet(url, options.jwks);
+  let seen: string | undefined;
   const fromJwks: JWTVerifyGetKey = async (header, token) => {
     try {
-      return await remote(header, token);
+      const found = await remote(header, token);
+      // A retired key must stop verifying remembered tokens too, once the set without it is fetched.
+      const keys = JSON.stringify(remote.jwks());
+      if (seen !== undefined && keys !== seen) keysChanged();
+      seen = keys;
+      return found;
     } catch (error) {
       // What the token itself caused stays the client's fault; anything else is the key source's.
       if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys || error instanceof errors.JOSENotSupported) throw error;
@@ -142,7 +156,9 @@ function reasonOf(error: unknown): string {
  * app.group("/api").route(post("/books", { body: NewBook }, create).use(writer));
  */
 export function jwtAuth(options: JwtAuthOptions): Middleware {
-  const { key, algorithms: allowed } = keyOf(options);
+  const cacheOptions = checkCacheOptions(options.cache);
+  let verified: VerifiedTokens | undefined;
+  const { key, algorithms: allowed } = keyOf(options, () => verified?.clear());
   const algorithms = options.algorithms === undefined ? allowed : checkAlgorithms(options.algorithms, allowed);
   checkStrings("issuer", options.issuer);
   checkStrings("audience", options.audience);
@@ -150,6 +166,7 @@ export function jwtAuth(options: JwtAuthOptions): Middleware {
   if (typeof tolerance !== "number" || !Number.isFinite(tolerance) || tolerance < 0) {
     throw new TypeError(`jwtAuth: clockTolerance must be a finite number of seconds >= 0, got ${String(options.clockTolerance)}`);
   }
+  if (cacheOptions !== undefined) verified = new VerifiedTokens(cacheOptions, tolerance);
   const scopes = checkScopes("jwtAuth", options.scopes);
   const realm = checkRealm("jwtAuth", options.realm, "api");
   const schemeName = checkSchemeName("jwtAuth", options.schemeName, "bearer");
@@ -164,10 +181,11 @@ export function jwtAuth(options: JwtAuthOptions): Middleware {
     if (header === null || !/^Bearer(?: |$)/i.test(header)) return unauthorizedResponse(challenge, "a bearer token is required");
     const token = BEARER.exec(header)?.[1];
     if (token === undefined) return unauthorizedResponse(invalid("token is malformed"), "token is malformed");
-    let claims: JWTPayload;
-    try {
+    let claims = verified?.get(token, Date.now());
+    if (claims === undefined) try {
       // One call site per key kind keeps jose's overloads apart.
-      claims = (typeof key === "function" ? await jwtVerify(token, key, verify) : await jwtVerify(token, key, verify)).payload;
+      claims = freezeClaims((typeof key === "function" ? await jwtVerify(token, key, verify) : await jwtVerify(token, key, verify)).payload);
+      verified?.set(token, claims, Date.now());
     } catch (error) {
       if (error instanceof KeySourceError) {
         // Logged once per 100 failures: a JWKS that is down would otherwise log every request.

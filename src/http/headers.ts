@@ -8,12 +8,26 @@ import { removePendingHeader, setPendingHeader } from "./status-line.js";
  * prepared headers, which copy the response's Headers object on every request. On keelson's own
  * server it goes into the response's header bag rather than through `setHeader` (see
  * StandardReasonResponse); on another server (the App's fetch mounted elsewhere) through `setHeader`.
+ * Without a node response (`app.request()`, a WebSocket upgrade, another runtime) it goes into h3's
+ * prepared headers, and into its error headers as well: h3 puts only those on a web Response with a
+ * 4xx or 5xx status that a handler returns, and on Node the header is on that response too.
  */
 export function setResponseHeader(event: H3Event, name: string, value: string): void {
   const res = event.runtime?.node?.res;
-  if (res && !res.headersSent) {
-    if (!setPendingHeader(res, name, value)) res.setHeader(name, value);
-  } else event.res.headers.set(name, value);
+  if (res === undefined || !setHeaderBeforeHead(res, name, value)) {
+    event.res.headers.set(name, value);
+    event.res.errHeaders.set(name, value);
+  }
+}
+
+/**
+ * Sets a header on a node response whose head is not written yet: into keelson's header bag on its
+ * own server, else with `setHeader`. False when the head is already out.
+ */
+export function setHeaderBeforeHead(res: NodeServerResponse, name: string, value: string): boolean {
+  if (res.headersSent) return false;
+  if (!setPendingHeader(res, name, value)) res.setHeader(name, value);
+  return true;
 }
 
 /**
@@ -55,35 +69,6 @@ function isRepeated(rawHeaders: readonly string[], name: string): boolean {
   return false;
 }
 
-/** What srvx's own responses (FastResponse on Node) give its Node adapter to write. */
-/** srvx's internal method that turns its response into the status and flat header list Node writes. */
-const TO_NODE_RESPONSE = "_toNodeResponse";
-
-interface NodeWritable {
-  [TO_NODE_RESPONSE]?: () => { headers: string[] };
-}
-
-/**
- * Adds a header to a response that srvx is about to write on Node, after the response was made.
- * `res.setHeader` would do, but any header set on the ServerResponse itself makes Node's writeHead
- * merge every header of the response into it one by one (its slow path) instead of writing the flat
- * list srvx passes. srvx's own responses build that list in `_toNodeResponse()`: the header joins
- * it there. Any other response (a web Response a handler returned) gets `res.setHeader`.
- */
-export function addNodeResponseHeader(response: Response, res: NodeServerResponse, name: string, value: string): void {
-  const writable = response as Response & NodeWritable;
-  const toNode = writable[TO_NODE_RESPONSE];
-  if (typeof toNode !== "function" || res.headersSent) {
-    if (!res.headersSent) res.setHeader(name, value);
-    return;
-  }
-  writable[TO_NODE_RESPONSE] = function withHeader(this: NodeWritable) {
-    const out = toNode.call(this);
-    out.headers.push(name, value);
-    return out;
-  };
-}
-
 /** Takes back headers set earlier for this request's response (by `setResponseHeader` or h3). */
 export function removeResponseHeaders(event: H3Event, names: readonly string[]): void {
   const res = event.runtime?.node?.res;
@@ -93,6 +78,7 @@ export function removeResponseHeaders(event: H3Event, names: readonly string[]):
       res.removeHeader(name);
     }
     event.res.headers.delete(name);
+    event.res.errHeaders.delete(name);
   }
 }
 

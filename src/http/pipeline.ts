@@ -8,7 +8,7 @@ import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
 import type { ContextServices } from "./context.js";
 import type { Cors } from "./cors.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
-import { JSON_HEADERS, addNodeResponseHeader, readRequestHeader, setResponseHeader } from "./headers.js";
+import { JSON_HEADERS, readRequestHeader, setHeaderBeforeHead, setResponseHeader } from "./headers.js";
 import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-id.js";
 import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -120,9 +120,7 @@ export class RequestPipeline {
     // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
     const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
     event.context.keelson = new RequestState(event, start, span, requestId);
-    // On Node the id is added once the response is made (#finish): setting it on the ServerResponse
-    // now would put every response on Node's slow header path.
-    if (event.runtime?.node?.res === undefined) setResponseHeader(event, requestIdHeader, requestId);
+    setResponseHeader(event, requestIdHeader, requestId);
     if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);
     this.inflight++;
     this.requests++;
@@ -143,8 +141,6 @@ export class RequestPipeline {
       // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
       if (state?.stream !== undefined) {
         void state.stream.then((status) => this.#recordStream(request, state, status));
-        const streamRes = request.runtime?.node?.res;
-        if (streamRes !== undefined) addNodeResponseHeader(response, streamRes, this.#requestIdHeader, state.requestId);
         return response;
       }
       const durationMs = state === undefined ? 0 : performance.now() - state.start;
@@ -158,15 +154,21 @@ export class RequestPipeline {
       this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.
       if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
-      const nodeRes = request.runtime?.node?.res;
-      if (nodeRes !== undefined) addNodeResponseHeader(response, nodeRes, this.#requestIdHeader, requestId);
-      // In-process, onRequest put the id on the event; a request answered before onRequest gets it here.
-      else if (state === undefined && !response.headers.has(this.#requestIdHeader)) response.headers.set(this.#requestIdHeader, requestId);
+      // onRequest put the id on the response; a request answered before onRequest gets it here.
+      if (state === undefined) this.#echoLate(request, response, requestId);
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);
     }
     return response;
+  }
+
+  /** The id for a response h3 made before onRequest ran: to the head not written yet, or onto the Response. */
+  #echoLate(request: ServerRequest, response: Response, requestId: string): void {
+    const name = this.#requestIdHeader;
+    const nodeRes = request.runtime?.node?.res;
+    if (nodeRes !== undefined && setHeaderBeforeHead(nodeRes, name, requestId)) return;
+    if (!response.headers.has(name)) response.headers.set(name, requestId);
   }
 
   #recordStream(request: ServerRequest, state: RequestState, status: number): void {

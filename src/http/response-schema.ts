@@ -1,7 +1,15 @@
+import { createRequire } from "node:module";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import fastJSONStringify from "fast-json-stringify";
 import { readJSONSchema } from "./json-schema.js";
 import type { ResponseDoc, Route } from "./route.js";
+
+type FastJSONStringify = (typeof import("fast-json-stringify"))["default"];
+
+// fast-json-stringify and its ajv are ~75 modules: loaded by the first response that compiles a
+// schema, not by every App at start-up (an App without response schemas never loads them).
+let fastJSONStringify: FastJSONStringify | undefined;
+const loadFastJSONStringify = (): FastJSONStringify =>
+  (fastJSONStringify ??= createRequire(import.meta.url)("fast-json-stringify") as FastJSONStringify);
 
 /** Writes a value as the JSON text of one response status; a promise only for async schemas. */
 export type ResponseSerializer = (value: unknown) => string | Promise<string>;
@@ -42,8 +50,9 @@ function compile(schema: StandardSchemaV1): ((value: unknown) => string) | undef
   const json = readJSONSchema(schema, "output");
   if (json === undefined) return undefined;
   const { $schema: _dialect, ...root } = json;
+  const build = loadFastJSONStringify();
   try {
-    return fastJSONStringify(root as unknown as Parameters<typeof fastJSONStringify>[0]) as (value: unknown) => string;
+    return build(root as unknown as Parameters<FastJSONStringify>[0]) as (value: unknown) => string;
   } catch {
     return undefined;
   }

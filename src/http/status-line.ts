@@ -5,7 +5,7 @@ const PENDING = Symbol("keelson.pendingHeaders");
 
 /**
  * node:http's response with the standard reason phrase (`HTTP/1.1 404 Not Found`) when none is
- * given, and a bag of headers that keelson's own steps (CORS, the rate limiter, /health) set for
+ * given, and a bag of headers that keelson's own steps (the request id, CORS, the rate limiter, /health) set for
  * whatever response the request ends with. srvx hands a web Response's `statusText` to `writeHead`
  * as is, and a Response built without one (nearly all of them, h3's too) has `""`, which node writes
  * verbatim: `HTTP/1.1 200 `. A reason phrase set on purpose is kept.
@@ -82,7 +82,10 @@ function headerKey(name: string): string {
 function hasName(headers: readonly unknown[], name: string): boolean {
   for (let i = 0; i < headers.length; i += 2) {
     const key = headers[i];
-    if (key === name || (typeof key === "string" && key.length === name.length && key.toLowerCase() === name)) return true;
+    if (key === name) return true;
+    // Same length and the same first letter before lower-casing: content-type and x-request-id are
+    // both 12 characters long, and most responses have the one while the bag has the other.
+    if (typeof key === "string" && key.length === name.length && (key.charCodeAt(0) | 0x20) === (name.charCodeAt(0) | 0x20) && key.toLowerCase() === name) return true;
   }
   return false;
 }

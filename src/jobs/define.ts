@@ -1,6 +1,6 @@
 import { createRequire } from "node:module";
 import type { Cron as CronClass } from "croner";
-import type { Logger } from "../logging/logger.js";
+import type { RequestLogger } from "../logging/request-logger.js";
 
 /** Where a job runs under the supervisor: on one worker per tick, or on every worker. */
 export type JobRunOn = "one" | "each";
@@ -16,7 +16,18 @@ export interface JobContext {
    * a `store`) when the tick's lease could not be renewed: stop there, another pod may run the tick.
    */
   readonly signal: AbortSignal;
-  readonly logger: Logger;
+  /**
+   * Logs for this run: every line carries `job` (the name) and `tick` (`scheduledAt`, ISO 8601), in
+   * text and JSON, at the App logger's level. Its `error()` writes the line and returns; it **never
+   * exits the process**, unlike the App's `Logger.error()`. The same kind of logger as a handler's
+   * `ctx.logger`, `child()` included.
+   *
+   * @example
+   * app.schedule({ name: "sync", every: 60_000, async run({ logger }) {
+   *   logger.error("sync failed: %s", "upstream down"); // logged with job=sync tick=…; the worker goes on
+   * } });
+   */
+  readonly logger: RequestLogger;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { MetricsCollector, Scheduler } from "../integrations.js";
 import type { PrimaryChannel } from "../cluster/ipc.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import type { Logger } from "../logging/logger.js";
+import { RequestLogger } from "../logging/request-logger.js";
 import { TickClock } from "./clock.js";
 import { jobSpec, type Job, type JobSpec, type JobStore } from "./define.js";
 import { jobsCrashed, jobsDone, jobsRegister, jobsRun } from "./ipc.js";
@@ -180,7 +181,8 @@ export class JobScheduler implements Scheduler {
       }
       // One line per run at info, its end; the start is for debugging a run that never ends.
       logger.debug("job %s started (tick %s)", name, tick);
-      await job.run({ name, scheduledAt, signal, logger });
+      // Not the App's logger: its error() exits the process, the contract for fatal start-up errors.
+      await job.run({ name, scheduledAt, signal, logger: RequestLogger.forJob(logger, name, tick) });
       const ms = performance.now() - started;
       logger.info("job %s succeeded in %dms (tick %s)", name, Math.round(ms), tick);
       this.#observe(name, "success", ms);

@@ -1,7 +1,8 @@
 /**
- * The request logger (`ctx.logger`): the App's Logger bound to one request. Every line carries the
- * request id and the trace id (and the fields of `child()`), in both formats; its `error()` logs and
- * returns. The fields are serialised once, when the logger is made, not on every line.
+ * The request logger (`ctx.logger`): the App's Logger bound to one request, or to one run of a job.
+ * Every line carries the request id and the trace id, or the job's name and tick (and the fields of
+ * `child()`), in both formats; its `error()` logs and returns. The fields are serialised once, when
+ * the logger is made, not on every line.
  */
 import { inspect } from "node:util";
 import { escapeText, formatMessage, jsonString, jsonText } from "./format.js";
@@ -22,7 +23,8 @@ const FIELD_KEY = /^[A-Za-z_][A-Za-z0-9_.-]{0,63}$/;
 const NEEDS_QUOTES = /[\s"=\\]/;
 
 /**
- * `ctx.logger`: logs for one request, with its request id and trace id on every line.
+ * `ctx.logger`: logs for one request, with its request id and trace id on every line. A job's
+ * `ctx.logger` is one too, with the job's name and tick (`job`, `tick`) on every line instead.
  *
  * **Its `error()` does not exit**: it writes an error line and returns, unlike the App's
  * `Logger.error()`, which terminates the process (the spec's contract for fatal startup errors).
@@ -55,6 +57,14 @@ export class RequestLogger {
     let suffix = formatField(logger, "request_id", requestId);
     if (traceId !== "") suffix += formatField(logger, "trace_id", traceId);
     return new RequestLogger(logger, threshold, suffix);
+  }
+
+  /**
+   * @internal The logger of one run of a job: `job` (its name) and `tick` (its scheduled time, ISO 8601)
+   * on every line, at the App logger's level.
+   */
+  static forJob(logger: Logger, name: string, tick: string): RequestLogger {
+    return new RequestLogger(logger, logger.threshold, formatField(logger, "job", name) + formatField(logger, "tick", tick));
   }
 
   /** Whether a line at `debug` would be written (to skip building what only debug lines use). */

@@ -1,4 +1,5 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics, type Metric } from "prom-client";
+import { createRequire } from "node:module";
+import type { Counter, Gauge, Histogram, Metric, Registry } from "prom-client";
 import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../app.js";
 import type { MetricsCollector } from "../integrations.js";
@@ -60,6 +61,13 @@ export interface PrometheusModule extends Module {
   readonly listener: MetricsListener | undefined;
 }
 
+type PromClient = typeof import("prom-client");
+
+// prom-client (~35 modules, and @opentelemetry/api which it requires for exemplars) is loaded when
+// a registry is first needed, not when keelson/metrics is imported: see `createPrometheus`.
+let promClient: PromClient | undefined;
+const loadPromClient = (): PromClient => (promClient ??= createRequire(import.meta.url)("prom-client") as PromClient);
+
 const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
 const PRIMARY_REPLY_MARGIN_MS = 1000;
 
@@ -73,11 +81,15 @@ const MISNAMED_DEFAULT_GAUGES = ["nodejs_active_handles_total", "nodejs_active_r
  * Prometheus metrics as a keelson Module: `http_request_duration_seconds` for every request,
  * prom-client's default metrics, and `GET /metrics` (hidden from the OpenAPI document).
  * Under the keelson supervisor a scrape returns the totals of all workers.
+ *
+ * The request histogram is keelson's own and counts from the first request. prom-client, the
+ * registry and the default metrics are set up at the first of: reading `registry`, a scrape, a
+ * load-shedding, job or stream metric, or the turn of the event loop after the first request was
+ * answered; so neither the start-up nor the first response waits for them.
  */
 export function createPrometheus(options: PrometheusOptions = {}): PrometheusModule {
   const prefix = options.prefix ?? "";
   const path = options.path ?? "/metrics";
-  const registry = options.registry ?? new Registry();
   const timeoutMs = checkNumber(options.clusterTimeoutMs ?? 2000, "clusterTimeoutMs", MS_ABOVE_0);
   const port = checkOptionalNumber(options.port, "port", PORT_RULE);
   const buckets = options.buckets ?? HTTP_SERVER_DURATION_BUCKETS;
@@ -85,17 +97,26 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     throw new Error(`buckets must be finite numbers in increasing order, got [${buckets.join(",")}]`);
   }
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
-  // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
-  registry.registerMetric(histogram as unknown as Metric);
-  if (options.defaultMetrics ?? true) {
-    collectDefaultMetrics({ register: registry, prefix });
-    // prom-client also exports these three sums as gauges named like counters, which promtool and
-    // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
-    for (const name of MISNAMED_DEFAULT_GAUGES) registry.removeSingleMetric(`${prefix}${name}`);
-    // A process metric like prom-client's: left out with them.
-    registerLogDrops(registry, prefix);
-  }
-  const collector = withShedCounter(histogram, registry, prefix);
+  let registry: Registry | undefined;
+  const getRegistry = (): Registry => {
+    if (registry !== undefined) return registry;
+    const client = loadPromClient();
+    const created = options.registry ?? new client.Registry();
+    // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
+    created.registerMetric(histogram as unknown as Metric);
+    if (options.defaultMetrics ?? true) {
+      client.collectDefaultMetrics({ register: created, prefix });
+      // prom-client also exports these three sums as gauges named like counters, which promtool and
+      // Prometheus' naming rules refuse; the same numbers are the sum over `type` of the gauges kept.
+      for (const name of MISNAMED_DEFAULT_GAUGES) created.removeSingleMetric(`${prefix}${name}`);
+      // A process metric like prom-client's: left out with them.
+      registerLogDrops(client, created, prefix);
+    }
+    return (registry = created);
+  };
+  // A registry passed in belongs to code that has loaded prom-client already: nothing to defer.
+  if (options.registry !== undefined) getRegistry();
+  const collector = withShedCounter(histogram, getRegistry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
   const worker = process.env.KEELSON_WORKER_ID ?? "";
@@ -103,7 +124,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   const readLocal = async (): Promise<string> => {
     // Rendered like the cluster exposition (prom-client itself writes NaN as "Nan").
     const set = new MetricSet();
-    set.add(await readSnapshot(registry), "as-is");
+    set.add(await readSnapshot(getRegistry()), "as-is");
     return set.render();
   };
   const readExposition = async (): Promise<string> => {
@@ -120,7 +141,9 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   let listener: MetricsListener | undefined;
   return {
     name: "prometheus",
-    registry,
+    get registry() {
+      return getRegistry();
+    },
     collector,
     readExposition,
     get listener() {
@@ -128,7 +151,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     },
     register(router: Router) {
       const { app } = router;
-      app.setMetricsCollector(collector);
+      app.setMetricsCollector(registry === undefined ? setUpAfterFirstRequest(collector, getRegistry) : collector);
       if (options.serveOnAppPort ?? app.config.env !== "production") {
         router.route(
           get(path, async (ctx) => {
@@ -142,7 +165,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
         );
       }
       if (primary !== undefined) {
-        linkToPrimary(router, primary, registry);
+        linkToPrimary(router, primary, getRegistry);
         primary.send(metricsHello, { pid: process.pid, timeoutMs });
       } else if (port !== undefined) {
         app.registerScheduler({
@@ -170,14 +193,14 @@ const CORS_HEADERS = ["access-control-allow-origin", "access-control-allow-crede
  * The histogram as the App's collector, plus `keelson_requests_shed_total{reason}` for load
  * shedding's rejections, registered at the first one (an App without shedding exposes no such metric).
  */
-function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix: string): MetricsCollector {
+function withShedCounter(histogram: RequestHistogram, registry: () => Registry, prefix: string): MetricsCollector {
   let shed: Counter | undefined;
   return {
     observeRequest: histogram.observeRequest.bind(histogram),
     observeShed: (reason) => {
-      shed ??= new Counter({
+      shed ??= new (loadPromClient().Counter)({
         name: `${prefix}keelson_requests_shed_total`, help: "Requests rejected with 503 by load shedding, by reason.",
-        labelNames: ["reason"], registers: [registry],
+        labelNames: ["reason"], registers: [registry()],
       });
       shed.inc({ reason });
     },
@@ -190,11 +213,11 @@ function withShedCounter(histogram: RequestHistogram, registry: Registry, prefix
  * `keelson_open_streams{kind,route}`: event streams (`sse`) and WebSockets open now, registered at
  * the first one. A gauge: under the supervisor it is kept per worker (a `worker` label), not summed.
  */
-function streamMetrics(registry: Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed"> {
+function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed"> {
   let open: Gauge | undefined;
-  const gauge = () => (open ??= new Gauge({
+  const gauge = () => (open ??= new (loadPromClient().Gauge)({
     name: `${prefix}keelson_open_streams`, help: "Event streams (kind sse) and WebSockets (kind websocket) open now, by route.",
-    labelNames: ["kind", "route"], registers: [registry],
+    labelNames: ["kind", "route"], registers: [registry()],
   }));
   return {
     streamOpened: (kind, route) => gauge().inc({ kind, route }),
@@ -203,8 +226,8 @@ function streamMetrics(registry: Registry, prefix: string): Pick<MetricsCollecto
 }
 
 /** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
-function registerLogDrops(registry: Registry, prefix: string): Counter {
-  return new Counter({
+function registerLogDrops(client: PromClient, registry: Registry, prefix: string): Counter {
+  return new client.Counter({
     name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
     // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
     collect() {
@@ -221,33 +244,51 @@ const JOB_DURATION_BUCKETS = [0.01, 0.05, 0.1, 0.5, 1, 5, 15, 60, 300, 900, 3600
  * `keelson_job_runs_total{job,outcome}` and `keelson_job_duration_seconds{job,outcome}`, registered
  * at the first run (an App without jobs exposes neither).
  */
-function jobMetrics(registry: Registry, prefix: string): NonNullable<MetricsCollector["observeJob"]> {
+function jobMetrics(registry: () => Registry, prefix: string): NonNullable<MetricsCollector["observeJob"]> {
   let runs: Counter | undefined;
   let duration: Histogram | undefined;
   return (job, outcome, seconds) => {
-    runs ??= new Counter({
+    runs ??= new (loadPromClient().Counter)({
       name: `${prefix}keelson_job_runs_total`, help: "Runs of scheduled jobs, by job and outcome (success, failure, aborted, skipped).",
-      labelNames: ["job", "outcome"], registers: [registry],
+      labelNames: ["job", "outcome"], registers: [registry()],
     });
     runs.inc({ job, outcome });
     if (seconds === undefined) return;
-    duration ??= new Histogram({
+    duration ??= new (loadPromClient().Histogram)({
       name: `${prefix}keelson_job_duration_seconds`, help: "How long runs of scheduled jobs took, by job and outcome.",
-      labelNames: ["job", "outcome"], buckets: JOB_DURATION_BUCKETS, registers: [registry],
+      labelNames: ["job", "outcome"], buckets: JOB_DURATION_BUCKETS, registers: [registry()],
     });
     duration.observe({ job, outcome }, seconds);
   };
 }
 
 /** Answers the primary's snapshot requests, and hands it the final counts once the App has drained. */
-function linkToPrimary(router: Router, primary: PrimaryChannel, registry: Registry): void {
-  primary.handle(metricsSnapshot, async () => ({ snapshot: await readSnapshot(registry) }));
+function linkToPrimary(router: Router, primary: PrimaryChannel, registry: () => Registry): void {
+  primary.handle(metricsSnapshot, async () => ({ snapshot: await readSnapshot(registry()) }));
   router.app.onShutdown(async function sendFinalMetrics() {
     // Hooks run after the drain: every request this worker served is counted. Best effort:
     // if the primary does not answer in time, it keeps the snapshot of the last scrape.
-    const snapshot = await readSnapshot(registry);
+    const snapshot = await readSnapshot(registry());
     await primary.request(metricsFinal, { pid: process.pid, snapshot }, FINAL_SNAPSHOT_TIMEOUT_MS).catch(() => {});
   }, "metrics: final snapshot to the supervisor");
+}
+
+/**
+ * The collector, which also sets up prom-client (`setUp`) on the turn of the event loop after the
+ * first request was recorded, once its response has been handed to the server.
+ */
+function setUpAfterFirstRequest(collector: MetricsCollector, setUp: () => unknown): MetricsCollector {
+  const observe = collector.observeRequest;
+  let scheduled = false;
+  return {
+    ...collector,
+    observeRequest(method, route, status, durationSeconds) {
+      observe(method, route, status, durationSeconds);
+      if (scheduled) return;
+      scheduled = true;
+      setImmediate(setUp);
+    },
+  };
 }
 
 /** prom-client's JSON form of the registry: plain data, sent as is over IPC. */

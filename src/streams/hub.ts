@@ -1,6 +1,7 @@
 import { checkOptionalNumber } from "../checks.js";
 import type { PrimaryChannel } from "../cluster/ipc.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
+import { newLogger } from "../logging/logger.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed, type Replay } from "./event.js";
 import { streamsEvent, streamsInterest, streamsPublish, streamsReplay } from "./ipc.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
@@ -147,7 +148,7 @@ export class StreamHub {
     const url = streamsDatabaseUrl();
     if (url === undefined) return memoryBroker(new ReplayLog({ maxChannels: this.#options.maxChannels }), deliver);
     // The store's connections stay open for the process's life: the process exits through the App's shutdown.
-    return storeBroker(import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url)), deliver);
+    return storeBroker(import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url, newLogger(process.env.NODE_ENV === "production"))), deliver);
   }
 
   #primaryBroker(primary: PrimaryChannel): Broker {

@@ -2,6 +2,7 @@ import type { Sql } from "postgres";
 import { randomBytes } from "node:crypto";
 import type { ChannelEvent, Replay } from "./event.js";
 import { parseEventId } from "./event.js";
+import type { Logger } from "../logging/logger.js";
 
 /**
  * Fan-out across pods through PostgreSQL: every pod's broker (the supervisor's primary, or a
@@ -24,6 +25,12 @@ const NOTIFY_CHANNEL = "keelson_streams";
 // NOTIFY payloads are limited to 8000 bytes: a larger event is announced without its data, which listeners read from the table.
 const INLINE_LIMIT = 7000;
 const TABLE = "keelson_stream_events";
+/** The LISTEN connection's application_name (pg_stat_activity): what an operator (or a test) finds it by. */
+export const LISTEN_APPLICATION_NAME = "keelson-streams-listen";
+const RELISTEN_FIRST_MS = 100;
+const RELISTEN_MAX_MS = 5000;
+// Channels whose last delivered seq is kept for catching up after a lost LISTEN (the replay log's default maxChannels).
+const MAX_TRACKED = 10_000;
 
 interface Announcement {
   c: string;
@@ -32,14 +39,14 @@ interface Announcement {
 }
 
 /** The store on the PostgreSQL database at `url` (the optional `postgres` package is loaded now). */
-export async function openPostgresStreamStore(url: string): Promise<StreamStore> {
+export async function openPostgresStreamStore(url: string, log: Pick<Logger, "info" | "warn">): Promise<StreamStore> {
   let postgres: typeof import("postgres");
   try {
     ({ default: postgres } = (await import("postgres")) as unknown as { default: typeof import("postgres") });
   } catch (error) {
     throw new Error("KEELSON_STREAMS_DATABASE_URL needs the `postgres` package: npm install postgres", { cause: error });
   }
-  // Two connections: one for statements, one held by LISTEN.
+  // Statements; LISTEN has its own connection (below).
   const sql = postgres(url, { max: 2, connect_timeout: 10, onnotice: () => {} }) as unknown as Sql<Record<string, never>>;
   const epoch = await sql.begin(async (tx) => {
     await tx.unsafe("SELECT pg_advisory_xact_lock(hashtext('keelson:streams:migrate'))");
@@ -53,8 +60,97 @@ export async function openPostgresStreamStore(url: string): Promise<StreamStore>
   });
 
   const event = (channel: string, seq: number, data: string): ChannelEvent => ({ channel, id: `${epoch}-${seq}`, seq, data });
-  // Announcements are handled one after another: one too large to carry its data is read first, and the next waits for it.
+  // Announcements are handled one after another, in the order they came: one too large to carry
+  // its data, or one after a gap, is read from the table first, and the next waits for it.
   let pending: Promise<void> = Promise.resolve();
+  // The last seq delivered per channel (the most recently delivered last, at most MAX_TRACKED):
+  // what tells a missed announcement (after a lost LISTEN) from the next one, and where a catch-up starts.
+  const delivered = new Map<string, number>();
+  let deliver: ((event: ChannelEvent) => void) | undefined;
+  let closing = false;
+
+  const select = (query: string, params: (string | number | string[] | number[])[]) =>
+    sql.unsafe(query, params) as unknown as Promise<{ channel?: string; seq: string | number; data: string }[]>;
+  const hand = (channel: string, seq: number, data: string) => {
+    const last = delivered.get(channel) ?? 0;
+    if (seq <= last) return;
+    delivered.delete(channel);
+    delivered.set(channel, seq);
+    if (delivered.size > MAX_TRACKED) delivered.delete(delivered.keys().next().value!);
+    deliver?.(event(channel, seq, data));
+  };
+  /** Queued after what came before: one announcement, with what this pod missed of its channel first (a gap in seq). */
+  const announced = (payload: string) => {
+    let announcement: Announcement;
+    try {
+      announcement = JSON.parse(payload) as Announcement;
+    } catch {
+      return;
+    }
+    const { c: channel, s: seq, d: data } = announcement;
+    if (typeof channel !== "string" || !Number.isSafeInteger(seq)) return;
+    pending = pending.then(async () => {
+      const last = delivered.get(channel);
+      if (seq <= (last ?? 0)) return;
+      if (data !== undefined && (last === undefined || last === seq - 1)) return hand(channel, seq, data);
+      const from = last === undefined ? seq - 1 : last;
+      const found = await select(`SELECT seq, data FROM ${TABLE} WHERE channel = $1::text AND seq > $2::bigint AND seq <= $3::bigint ORDER BY seq`,
+        [channel, from, seq]).catch(() => []);
+      for (const row of found) hand(channel, Number(row.seq), row.data);
+      if (data !== undefined) hand(channel, seq, data);
+    }).catch(() => {});
+  };
+  /** After LISTEN is back: what was announced while it was lost, for every channel this pod delivered before. */
+  const catchUp = () => {
+    pending = pending.then(async () => {
+      if (delivered.size === 0) return 0;
+      const channels = [...delivered.keys()];
+      const found = await select(
+        `SELECT t.channel, t.seq, t.data FROM ${TABLE} t JOIN unnest($1::text[], $2::bigint[]) AS k(channel, seq) ON t.channel = k.channel AND t.seq > k.seq ORDER BY t.channel, t.seq`,
+        [channels, channels.map((channel) => delivered.get(channel)!)],
+      );
+      for (const row of found) hand(row.channel!, Number(row.seq), row.data);
+      return found.length;
+    }).then((count) => {
+      if (count > 0) log.warn("streams: delivered %d event(s) announced while LISTEN was lost, read from %s", count, TABLE);
+    }, (error: unknown) => log.warn("streams: could not read the events announced while LISTEN was lost: %s", (error as Error)?.message ?? String(error)));
+  };
+
+  // LISTEN holds its own connection. When it is lost (the server restarted, the backend was
+  // terminated, the network dropped), it is opened again, LISTEN again, until it works or the store closes.
+  let lostAt: number | undefined;
+  let retry: NodeJS.Timeout | undefined;
+  const listener = postgres(url, {
+    max: 1, idle_timeout: 0, max_lifetime: 0, fetch_types: false, connect_timeout: 10, onnotice: () => {},
+    connection: { application_name: LISTEN_APPLICATION_NAME },
+    onclose: () => {
+      if (closing || deliver === undefined || lostAt !== undefined) return;
+      lostAt = performance.now();
+      log.warn("streams: the LISTEN connection to PostgreSQL was lost; listening again (events published meanwhile are read from %s)", TABLE);
+      relisten(1);
+    },
+    // postgres.js hands a connection's notifications to this option (its own listen() does the same).
+    onnotify: (_channel: string, payload: string) => announced(payload),
+  } as Parameters<typeof postgres>[1]) as unknown as Sql<Record<string, never>>;
+  const listenNow = () => listener.unsafe(`LISTEN ${NOTIFY_CHANNEL}`).then(() => {});
+  const relisten = (attempt: number) => {
+    retry = setTimeout(() => {
+      retry = undefined;
+      if (closing) return;
+      listenNow().then(() => {
+        log.info("streams: listening to PostgreSQL again after %dms", Math.round(performance.now() - (lostAt ?? 0)));
+        lostAt = undefined;
+        catchUp();
+      }, (error: unknown) => {
+        if (attempt === 1 || attempt % 10 === 0) {
+          log.warn("streams: LISTEN failed (attempt %d): %s; trying again", attempt, (error as Error)?.message ?? String(error));
+        }
+        relisten(attempt + 1);
+      });
+    }, Math.min(RELISTEN_MAX_MS, RELISTEN_FIRST_MS * 2 ** (attempt - 1)));
+    // Retrying never keeps a process alive on its own: it exits through its shutdown.
+    retry.unref();
+  };
 
   return {
     async append(channel, data, replayEvents) {
@@ -83,25 +179,14 @@ export async function openPostgresStreamStore(url: string): Promise<StreamStore>
       if (!known) return { events, missed: "unknown" };
       return { events, missed: events.length === 0 ? 0 : events[0]!.seq - last.seq - 1 };
     },
-    async listen(listener) {
-      await sql.listen(NOTIFY_CHANNEL, (payload) => {
-        let announcement: Announcement;
-        try {
-          announcement = JSON.parse(payload) as Announcement;
-        } catch {
-          return;
-        }
-        const { c: channel, s: seq, d: data } = announcement;
-        if (typeof channel !== "string" || !Number.isSafeInteger(seq)) return;
-        const read = data !== undefined
-          ? Promise.resolve(data)
-          : sql.unsafe(`SELECT data FROM ${TABLE} WHERE channel = $1::text AND seq = $2::bigint`, [channel, seq])
-            .then((rows) => (rows[0] as { data: string } | undefined)?.data, () => undefined);
-        pending = pending.then(() => read).then((text) => {
-          if (text !== undefined) listener(event(channel, seq, text));
-        });
-      });
+    async listen(listen) {
+      deliver = listen;
+      await listenNow();
     },
-    close: () => sql.end({ timeout: 1 }),
+    async close() {
+      closing = true;
+      clearTimeout(retry);
+      await Promise.all([sql.end({ timeout: 1 }), listener.end({ timeout: 1 })]);
+    },
   };
 }

@@ -14,7 +14,7 @@ import { MAX_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
  * subscribers on it. With KEELSON_STREAMS_DATABASE_URL the
  * numbering and the buffers are in PostgreSQL, shared by every pod (postgres-store.ts).
  */
-export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "onMessage" | "finished" | "fail">): void {
+export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "onMessage" | "finished" | "fail" | "logger">): void {
   // The channels each live worker has subscribers of.
   const interests = new Map<FeatureWorker, Set<string>>();
   host.onWorker((worker) => {
@@ -33,7 +33,7 @@ export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "
   let broker: Broker | undefined;
   const url = streamsDatabaseUrl();
   if (url !== undefined) {
-    const opening = import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url));
+    const opening = import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url, host.logger));
     opening.then((store) => void host.finished.then(() => store.close()), (error: unknown) => {
       host.fail(`streams: the shared store (KEELSON_STREAMS_DATABASE_URL) cannot be used: ${(error as Error)?.message ?? String(error)}`);
     });

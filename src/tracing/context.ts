@@ -1,5 +1,6 @@
-import { context, trace, type Span as ApiSpan } from "@opentelemetry/api";
+import type { Span as ApiSpan } from "@opentelemetry/api";
 import type { Span } from "../integrations.js";
+import { otelApi } from "./api.js";
 import { OtelSpan } from "./span.js";
 
 /** The OpenTelemetry span behind a keelson span (`ctx.span`), or undefined for the no-op tracer's. */
@@ -14,5 +15,7 @@ export function getOtelSpan(span: Span): ApiSpan | undefined {
  */
 export function withSpan<T>(span: Span, fn: () => T): T {
   const otel = getOtelSpan(span);
-  return otel === undefined ? fn() : context.with(trace.setSpan(context.active(), otel), fn);
+  if (otel === undefined) return fn();
+  const { context, trace } = otelApi();
+  return context.with(trace.setSpan(context.active(), otel), fn);
 }

@@ -1,7 +1,6 @@
 import { createRequire } from "node:module";
-import {
-  ProxyTracer, ProxyTracerProvider, ROOT_CONTEXT, SpanKind, SpanStatusCode, context, trace,
-  type Context, type Tracer as ApiTracer, type TextMapGetter, type TextMapPropagator, type TracerProvider,
+import type {
+  Context, SpanOptions, Tracer as ApiTracer, TextMapGetter, TextMapPropagator, TracerProvider,
 } from "@opentelemetry/api";
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
@@ -13,6 +12,7 @@ import {
   ATTR_HTTP_ROUTE, ATTR_SERVER_ADDRESS, ATTR_SERVER_PORT, ATTR_URL_PATH, ATTR_URL_SCHEME, ATTR_USER_AGENT_ORIGINAL,
   OTHER_METHOD_SPAN_NAME,
 } from "./semconv.js";
+import { hasGlobalTracerProvider, otelApi } from "./api.js";
 import { OtelSpan, RequestSpan, toException } from "./span.js";
 import { readTraceparent } from "./traceparent.js";
 
@@ -30,9 +30,9 @@ export interface OtelTracerOptions {
   propagator?: Pick<TextMapPropagator, "extract">;
 }
 
-const SERVER_SPAN = Object.freeze({ kind: SpanKind.SERVER });
-/** What the API's global provider delegates to while no SDK is registered. */
-const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+let serverSpan: SpanOptions | undefined;
+/** What the API's proxy provider delegates to while no SDK is registered. */
+let noopProvider: TracerProvider | undefined;
 const NOOP_SPAN = noopTracer.startSpan("noop");
 const DEFAULT_PORTS: Readonly<Record<string, number>> = { "http:": 80, "https:": 443 };
 // `url.scheme` without slicing `protocol` on every request.
@@ -66,24 +66,30 @@ export function createOtelTracer(options: OtelTracerOptions | ApiTracer = {}): T
   const settings: OtelTracerOptions = isApiTracer(options) ? { tracer: options } : options;
   const { tracer, tracerProvider } = settings;
   // Which provider decides whether anything records: a given tracer that is not the API's proxy
-  // belongs to an SDK, so there is nothing to check (null).
-  const decides = tracer === undefined ? (tracerProvider ?? "global") : tracer instanceof ProxyTracer ? "global" : null;
+  // belongs to an SDK, so there is nothing to check (null). With neither given, the API is not
+  // loaded until a global provider is registered.
+  const decides = tracer === undefined ? (tracerProvider ?? "global") : tracer instanceof otelApi().ProxyTracer ? "global" : null;
   return new OpenTelemetryTracer(
-    tracer ?? (tracerProvider ?? trace.getTracerProvider()).getTracer("keelson", readVersion()),
+    tracer ?? tracerProvider?.getTracer("keelson", readVersion()),
     settings.propagator,
     decides,
   );
 }
 
 class OpenTelemetryTracer implements Tracer {
-  readonly #tracer: ApiTracer;
+  #tracer: ApiTracer | undefined;
   readonly #propagator: Pick<TextMapPropagator, "extract"> | undefined;
   readonly #decides: TracerProvider | "global" | null;
 
-  constructor(tracer: ApiTracer, propagator: Pick<TextMapPropagator, "extract"> | undefined, decides: TracerProvider | "global" | null) {
+  constructor(tracer: ApiTracer | undefined, propagator: Pick<TextMapPropagator, "extract"> | undefined, decides: TracerProvider | "global" | null) {
     this.#tracer = tracer;
     this.#propagator = propagator;
     this.#decides = decides;
+  }
+
+  /** The global provider's tracer (a proxy that follows the provider registered later), made at the first span. */
+  get #apiTracer(): ApiTracer {
+    return (this.#tracer ??= otelApi().trace.getTracerProvider().getTracer("keelson", readVersion()));
   }
 
   /**
@@ -92,8 +98,10 @@ class OpenTelemetryTracer implements Tracer {
    */
   #inert(): boolean {
     if (this.#decides === null) return false;
-    const provider = this.#decides === "global" ? trace.getTracerProvider() : this.#decides;
-    return provider instanceof ProxyTracerProvider && provider.getDelegate() === NOOP_PROVIDER;
+    if (this.#decides === "global") return !hasGlobalTracerProvider();
+    const { ProxyTracerProvider } = otelApi();
+    noopProvider ??= new ProxyTracerProvider().getDelegate();
+    return this.#decides instanceof ProxyTracerProvider && this.#decides.getDelegate() === noopProvider;
   }
 
   startRequestSpan(event: H3Event): Span {
@@ -101,7 +109,8 @@ class OpenTelemetryTracer implements Tracer {
     const method = event.req.method;
     const known = normalizeMethod(method) !== OTHER_METHOD;
     const methodName = known ? method : OTHER_METHOD_SPAN_NAME;
-    const span = new RequestSpan(this.#tracer.startSpan(methodName, SERVER_SPAN, this.#parent(event)), methodName);
+    serverSpan ??= Object.freeze({ kind: otelApi().SpanKind.SERVER });
+    const span = new RequestSpan(this.#apiTracer.startSpan(methodName, serverSpan, this.#parent(event)), methodName);
     // Nothing records it (no SDK, or sampled out): skip the attribute work entirely.
     if (!span.recording) return span;
     const url = event.url;
@@ -136,10 +145,10 @@ class OpenTelemetryTracer implements Tracer {
       const exception = toException(error);
       otel.recordException(exception);
       otel.setAttribute(ATTR_ERROR_TYPE, readErrorType(error, status));
-      otel.setStatus({ code: SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : exception.message });
+      otel.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : exception.message });
     } else if (status >= 500) {
       otel.setAttribute(ATTR_ERROR_TYPE, String(status));
-      otel.setStatus({ code: SpanStatusCode.ERROR });
+      otel.setStatus({ code: otelApi().SpanStatusCode.ERROR });
     }
     otel.end();
   }
@@ -147,13 +156,15 @@ class OpenTelemetryTracer implements Tracer {
   startSpan(name: string, options?: { parent?: Span; attributes?: Record<string, SpanAttributeValue> }): Span {
     if (this.#inert()) return NOOP_SPAN;
     const parent = options?.parent;
+    const { context, trace } = otelApi();
     const active = context.active();
     const parentContext = parent instanceof OtelSpan ? trace.setSpan(active, parent.otel) : active;
-    return new OtelSpan(this.#tracer.startSpan(name, options?.attributes ? { attributes: options.attributes } : {}, parentContext));
+    return new OtelSpan(this.#apiTracer.startSpan(name, options?.attributes ? { attributes: options.attributes } : {}, parentContext));
   }
 
   /** The incoming trace context, or the root (a new trace) when absent or invalid. */
   #parent(event: H3Event): Context {
+    const { ROOT_CONTEXT, trace } = otelApi();
     if (this.#propagator !== undefined) return this.#propagator.extract(ROOT_CONTEXT, event.req.headers, HEADERS_GETTER);
     const traceparent = readRequestHeader(event, "traceparent");
     if (traceparent === null) return ROOT_CONTEXT;

@@ -1,5 +1,6 @@
-import { INVALID_TRACEID, SpanStatusCode, type Exception, type Span as ApiSpan } from "@opentelemetry/api";
+import type { Exception, Span as ApiSpan } from "@opentelemetry/api";
 import type { Span, SpanAttributeValue } from "../integrations.js";
+import { otelApi } from "./api.js";
 
 /**
  * keelson's Span over an OpenTelemetry span. Whether it records is read once: on a
@@ -15,7 +16,7 @@ export class OtelSpan implements Span {
   constructor(otel: ApiSpan) {
     this.otel = otel;
     const traceId = otel.spanContext().traceId;
-    this.traceId = traceId === INVALID_TRACEID ? "" : traceId;
+    this.traceId = traceId === otelApi().INVALID_TRACEID ? "" : traceId;
     this.recording = otel.isRecording();
   }
 
@@ -27,7 +28,7 @@ export class OtelSpan implements Span {
     if (!this.recording) return;
     const exception = toException(error);
     this.otel.recordException(exception);
-    this.otel.setStatus({ code: SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : exception.message });
+    this.otel.setStatus({ code: otelApi().SpanStatusCode.ERROR, message: typeof exception === "string" ? exception : exception.message });
   }
 
   end(): void {

@@ -1,4 +1,5 @@
-import { TraceFlags, createTraceState, type SpanContext } from "@opentelemetry/api";
+import type { SpanContext } from "@opentelemetry/api";
+import { otelApi } from "./api.js";
 
 // version "-" trace-id "-" parent-id "-" flags, then (future versions only) "-" and more.
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(-.*)?$/;
@@ -20,6 +21,7 @@ export function readTraceparent(traceparent: string | null, tracestate: string |
   if (traceId === ZERO_TRACE_ID || spanId === ZERO_SPAN_ID) return undefined;
   // Read only for a valid traceparent: W3C Trace Context says to ignore tracestate otherwise.
   const state = typeof tracestate === "function" ? tracestate() : tracestate;
+  const { TraceFlags, createTraceState } = otelApi();
   return {
     traceId,
     spanId,

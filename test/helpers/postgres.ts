@@ -2,7 +2,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
-import { openPostgres, type SQLDatabase } from "../../src/sql/index.js";
+import { afterAll, beforeAll } from "vitest";
+import { openPostgres, type PostgresOptions, type SQLDatabase } from "../../src/sql/index.js";
 import { freePort } from "../../harness/child.js";
 
 /** A PostgreSQL server of this test file: initdb in a temp folder, pg_ctl on a free port. */
@@ -68,4 +69,53 @@ export async function startPostgres(): Promise<TestPostgres> {
       }
     },
   };
+}
+
+/** The throwaway server of a test file (or describe block), from `usePostgres()`. */
+export interface PostgresSuite {
+  /** `postgres://…` of the server's `postgres` database. */
+  readonly url: string;
+  /** Creates an empty database and returns its URL (one per test keeps tests apart). */
+  createDatabase(): Promise<string>;
+  /** `openPostgres({ url, ...options })`, closed when the suite ends, before the server stops. */
+  open(url: string, options?: Omit<PostgresOptions, "url">): SQLDatabase;
+  /** A new empty database opened `pools` times: separate pools, as separate machines (pods) would have. */
+  openDatabase(pools?: number, options?: Omit<PostgresOptions, "url">): Promise<SQLDatabase[]>;
+}
+
+/**
+ * Starts a server in `beforeAll` of the calling file or describe block and, in its `afterAll`,
+ * closes every pool opened through the suite, then stops the server. The members are for tests
+ * and later hooks: the server does not exist while the file is being collected.
+ */
+export function usePostgres(startTimeoutMs = 120_000): PostgresSuite {
+  let server: TestPostgres | undefined;
+  const opened: SQLDatabase[] = [];
+  const started = (): TestPostgres => {
+    if (server === undefined) throw new Error("usePostgres: the server is not started yet (use it in a test or a later beforeAll)");
+    return server;
+  };
+  beforeAll(async () => {
+    server = await startPostgres();
+  }, startTimeoutMs);
+  afterAll(async () => {
+    for (const db of opened.splice(0)) await db.close();
+    await server?.stop();
+  });
+  const suite: PostgresSuite = {
+    get url() {
+      return started().url;
+    },
+    createDatabase: () => started().createDatabase(),
+    open(url, options) {
+      const db = openPostgres({ ...options, url });
+      opened.push(db);
+      return db;
+    },
+    async openDatabase(pools = 1, options) {
+      const url = await started().createDatabase();
+      return Array.from({ length: pools }, () => suite.open(url, options));
+    },
+  };
+  return suite;
 }

@@ -5,6 +5,8 @@ export interface TcpProxy {
   readonly port: number;
   /** Destroys every open connection and every later one at once: the network between is gone. */
   cut(): void;
+  /** Lets new connections through again after a cut (the network is back). */
+  heal(): void;
   close(): Promise<void>;
 }
 
@@ -31,6 +33,7 @@ export async function startTcpProxy(targetPort: number): Promise<TcpProxy> {
   return {
     port: (server.address() as net.AddressInfo).port,
     cut: cutAll,
+    heal: () => void (cut = false),
     close() {
       cutAll();
       return new Promise<void>((resolve) => server.close(() => resolve()));

@@ -156,8 +156,12 @@ describe("the image's start command, on the host", () => {
 
     const signalled = Date.now();
     process.kill(app.pid, "SIGTERM");
-    // The listener stays open and tells the probes to stop sending traffic.
-    await app.child.waitFor(/before closing the listener; \/health answers 503 meanwhile/);
+    // The listener stays open and tells the probes to stop sending traffic: every worker says so
+    // (the next request may reach any of them, and one busy a moment longer has not yet heard).
+    const workers = Number(env.WORKERS);
+    await app.child.waitUntil((output) => output.split("before closing the listener; /health answers 503 meanwhile").length > workers, {
+      what: `all ${workers} workers waiting before closing the listener`,
+    });
     const during = await fetch(`${app.url}/health`);
     expect(during.status).toBe(503);
     expect(((await during.json()) as { status: string }).status).toBe("DOWN");
