@@ -2,6 +2,7 @@
 // the declared schema is a 500 whose error line names the route, the status and the field.
 // Every case through app.request() and over a real socket.
 import type { StandardSchemaV1 } from "@standard-schema/spec";
+import { HTTPResponse } from "h3";
 import { expect, it } from "vitest";
 import { z } from "zod";
 import { App, created, del, get, json, newPage, noContent, notFound, pageOf, post, type KConfig } from "../src/index.js";
@@ -108,6 +109,93 @@ describeBoth("response schemas", build, (target) => {
   it("shapes through an asynchronous schema", async () => {
     expect(await (await target().fetch("/async")).json()).toEqual({ id: "u1", name: "Ada", tags: ["x"] });
   });
+});
+
+/**
+ * A row whose toJSON() counts its calls: JSON.stringify and the compiled serializer each call it
+ * once per write, so the count is how many times the response body was written.
+ */
+function countedRow(): { row: typeof ROW & { toJSON(): typeof ROW }; writes: () => number } {
+  let writes = 0;
+  return { row: { ...ROW, toJSON: () => (writes++, ROW) }, writes: () => writes };
+}
+
+/** Routes whose value counts its writes; `last` is the count of the latest request's value. */
+function countingRoutes(app: App): { last: () => number } {
+  let latest = countedRow();
+  const fresh = () => (latest = countedRow()).row;
+  app.route(get("/counted/plain", { responses: { 200: User } }, () => fresh()))
+    .route(get("/counted/async", { responses: { 200: User } }, async () => fresh()))
+    .route(post("/counted/created", { responses: { 201: User } }, () => created(fresh(), "/users/u1")))
+    .route(get("/counted/json", { responses: { 202: User } }, async () => json(fresh(), 202, { "x-extra": "1" })))
+    .route(get("/counted/unshaped", () => fresh()))
+    .route(get("/counted/unshaped-json", () => created(fresh())))
+    .route(get("/counted/undeclared-status", { responses: { 200: User } }, () => json(fresh(), 203)));
+  return { last: () => latest.writes() };
+}
+
+/** Each counted route: path, method, the status and body that must arrive. */
+const COUNTED: readonly { path: string; method: string; status: number; body: unknown }[] = [
+  { path: "/counted/plain", method: "GET", status: 200, body: { id: "u1", name: "Ada", tags: ["x"] } },
+  { path: "/counted/async", method: "GET", status: 200, body: { id: "u1", name: "Ada", tags: ["x"] } },
+  { path: "/counted/created", method: "POST", status: 201, body: { id: "u1", name: "Ada", tags: ["x"] } },
+  { path: "/counted/json", method: "GET", status: 202, body: { id: "u1", name: "Ada", tags: ["x"] } },
+  { path: "/counted/unshaped", method: "GET", status: 200, body: ROW },
+  { path: "/counted/unshaped-json", method: "GET", status: 201, body: ROW },
+  { path: "/counted/undeclared-status", method: "GET", status: 203, body: ROW },
+];
+
+for (const env of ["development", "production"] as const) {
+  let counter: { last: () => number } | undefined;
+  const buildCounting = (config: KConfig) => {
+    const app = new App({ serviceName: "shapes", ...config, env });
+    counter = countingRoutes(app);
+    // An h3 middleware's json() reaches h3 without a route's handling: its body is written when h3 reads it.
+    app.use((event) => (event.url.pathname === "/from-middleware" ? json({ from: "middleware" }, 203, { "x-extra": "m" }) : undefined));
+    return app.route(get("/bigint", () => json({ n: 1n })))
+      .route(get("/bigint-shaped", { responses: { 200: User } }, () => json({ n: 1n }, 203)));
+  };
+  describeBoth(`response bodies are written once (${env})`, buildCounting, (target) => {
+    it("runs one serialization per response: the schema's where the status has one, else JSON.stringify", async () => {
+      for (const { path, method, status, body } of COUNTED) {
+        const response = await target().fetch(path, { method });
+        expect([path, response.status, await response.json()]).toEqual([path, status, body]);
+        expect([path, counter!.last()]).toEqual([path, 1]);
+      }
+      const made = await target().fetch("/counted/created", { method: "POST" });
+      expect([made.headers.get("location"), made.headers.get("content-type")]).toEqual(["/users/u1", "application/json;charset=UTF-8"]);
+      expect((await target().fetch("/counted/json")).headers.get("x-extra")).toBe("1");
+    });
+
+    it("sends json() returned by an h3 middleware (status, headers and body)", async () => {
+      const response = await target().fetch("/from-middleware");
+      expect([response.status, response.headers.get("x-extra"), response.headers.get("content-type"), await response.json()])
+        .toEqual([203, "m", "application/json;charset=UTF-8", { from: "middleware" }]);
+    });
+
+    it("answers 500 to a value JSON.stringify cannot write, with the error line and the echoed request id", async () => {
+      const { fetch, logs } = target();
+      for (const path of ["/bigint", "/bigint-shaped"]) {
+        const response = await fetch(path);
+        const requestId = response.headers.get("x-request-id");
+        expect(requestId).toBeTruthy();
+        expect([response.status, await response.json()]).toEqual([500, { status_code: 500, code: "INTERNAL_ERROR", message: "Internal server error", request_id: requestId }]);
+        expect(logs.lines().join("\n")).toContain(`GET ${path} failed: TypeError`);
+        logs.clear();
+      }
+    });
+  });
+}
+
+it("json() and created() are h3 HTTPResponses whose body is the value's JSON text", () => {
+  const made = created({ id: "u1" }, "/users/u1");
+  expect(made).toBeInstanceOf(HTTPResponse);
+  expect([made.status, made.statusText, made.body, made.headers.get("location"), made.headers.get("content-type")])
+    .toEqual([201, undefined, '{"id":"u1"}', "/users/u1", "application/json;charset=UTF-8"]);
+  const { row, writes } = countedRow();
+  const plain = json(row);
+  expect([plain.status, plain.body, plain.body, writes()]).toEqual([200, JSON.stringify(ROW), JSON.stringify(ROW), 1]);
+  expect(() => plain.headers.set("x-a", "1")).toThrow(/shared and frozen/);
 });
 
 it("in production: still only declared fields, a missing field is still a 500, other constraints are not re-checked", async () => {

@@ -1,7 +1,7 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { getRouterParams, type H3Event } from "h3";
 import { HandlerContext, type ContextServices } from "./context.js";
-import { json, jsonText, JSONValueResponse, noContent } from "./results.js";
+import { jsonText, JSONValueResponse, noContent } from "./results.js";
 import { responseSerializers, type ResponseSerializers } from "./response-schema.js";
 import type { Handler, Route } from "./route.js";
 import { readJSONBody } from "./body.js";
@@ -15,7 +15,7 @@ const EMPTY_PARAMS: Readonly<Record<string, string>> = Object.freeze({});
 
 /**
  * What h3 would serialize as JSON itself (its isJSONSerializable, minus null and bigint, which it
- * does not send as JSON text): such values go through json() so that they carry its headers.
+ * does not send as JSON text): such values become a JSON response with json()'s headers.
  */
 function isJSONValue(value: unknown): value is object | number | boolean {
   const type = typeof value;
@@ -30,9 +30,14 @@ function isJSONValue(value: unknown): value is object | number | boolean {
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+/**
+ * The response of a handler's result. A json()/created() body is written here, inside the route's
+ * handling (a value JSON.stringify cannot write fails as the handler would), not when h3 reads it.
+ */
 function toResult(value: unknown): unknown {
   if (value === undefined) return noContent();
-  return isJSONValue(value) ? json(value) : value;
+  if (value instanceof JSONValueResponse) return value.written();
+  return isJSONValue(value) ? jsonText(value, JSON.stringify(value)) : value;
 }
 
 function settleAsBefore(value: unknown): unknown {
@@ -44,10 +49,12 @@ function settleAsBefore(value: unknown): unknown {
  * whose status has a schema is written through that schema; anything else as toResult() does.
  */
 function shapedResult(serializers: ResponseSerializers): (value: unknown) => unknown {
+  // A plain value is always a 200: its serializer is looked up once per route, not per response.
+  const ok = serializers(200);
   const shape = (value: unknown): unknown => {
     if (value instanceof JSONValueResponse) {
-      const serialize = serializers(value.status ?? 200);
-      if (serialize === undefined) return value;
+      const serialize = serializers(value.status);
+      if (serialize === undefined) return value.written();
       const body = serialize(value.value);
       if (typeof body === "string") {
         value.body = body;
@@ -58,9 +65,8 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown) => unk
         return value;
       });
     }
-    const serialize = value === undefined || !isJSONValue(value) ? undefined : serializers(200);
-    if (serialize === undefined) return toResult(value);
-    const body = serialize(value);
+    if (ok === undefined || value === undefined || !isJSONValue(value)) return toResult(value);
+    const body = ok(value);
     return typeof body === "string" ? jsonText(value, body) : body.then((text) => jsonText(value, text));
   };
   return (value) => (value instanceof Promise ? value.then(shape) : shape(value));

@@ -20,39 +20,86 @@ class FrozenHeaders extends Headers {
 
 const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
 
-/**
- * A response built by json()/created(): it keeps the value it was built from, so a route with a
- * response schema for its status can write that value again through the schema (handler.ts).
- */
-export class JSONValueResponse extends HTTPResponse {
-  readonly value: unknown;
-  constructor(value: unknown, body: string, init: { status: number; headers?: Record<string, string> }) {
-    super(body, init);
-    this.value = value;
-  }
-}
+/** The body of a JSONValueResponse that nothing has written yet. */
+const UNWRITTEN: unique symbol = Symbol("unwritten");
 
 /**
- * h3 builds a new Headers from an HTTPResponse's init on every response; a JSON
- * response without extra headers shares one frozen instance instead, as h3 does for the values
- * it serializes itself.
+ * A response built by json()/created(). It keeps the value it was built from and writes its body
+ * only when asked: a route with a response schema for its status writes that value through the
+ * schema (handler.ts), so the value is serialized once, never by JSON.stringify first.
+ *
+ * h3's HTTPResponse keeps its body in a data field its constructor sets, which a subclass cannot
+ * turn into a lazy one (deleting or redefining the field on each instance takes V8 off its fast
+ * object path). So this class does not run that constructor: its prototype chain goes through
+ * HTTPResponse.prototype (`instanceof HTTPResponse` holds, for h3 and for user code), and it
+ * answers the whole of HTTPResponse's public surface itself: `body`, `status`, `statusText`, `headers`.
  */
-class SharedHeadersJSONResponse extends JSONValueResponse {
-  override get headers(): Headers {
-    return SHARED_JSON_HEADERS;
+export class JSONValueResponse {
+  readonly value: unknown;
+  readonly #status: number;
+  readonly #extraHeaders: Record<string, string> | undefined;
+  #headers: Headers | undefined;
+  #text: string | undefined | typeof UNWRITTEN;
+
+  constructor(value: unknown, status: number, headers?: Record<string, string>, text: string | typeof UNWRITTEN = UNWRITTEN) {
+    this.value = value;
+    this.#status = status;
+    this.#extraHeaders = headers;
+    this.#text = text;
+  }
+
+  get status(): number {
+    return this.#status;
+  }
+
+  get statusText(): string | undefined {
+    return undefined;
+  }
+
+  /**
+   * Without extra headers, one frozen instance shared by every such response (h3 does the same
+   * for the values it serializes itself); with them, a new Headers, built on first read.
+   */
+  get headers(): Headers {
+    const extra = this.#extraHeaders;
+    if (extra === undefined) return SHARED_JSON_HEADERS;
+    return this.#headers ??= new Headers({ ...JSON_HEADERS, ...extra });
+  }
+
+  /** The JSON text: what a schema wrote, else `JSON.stringify(value)`, computed on first read. */
+  get body(): string | undefined {
+    const text = this.#text;
+    return text === UNWRITTEN ? (this.#text = JSON.stringify(this.value)) : text;
+  }
+
+  set body(text: string | undefined) {
+    this.#text = text;
+  }
+
+  /**
+   * This response with its body written now (by JSON.stringify when nothing wrote it): inside the
+   * route's own handling, so a value JSON.stringify cannot write fails as the handler would.
+   */
+  written(): this {
+    if (this.#text === UNWRITTEN) this.#text = JSON.stringify(this.value);
+    return this;
   }
 }
+Object.setPrototypeOf(JSONValueResponse.prototype, HTTPResponse.prototype);
 
 /** A JSON response whose body is already serialized (`value` is what it was written from). */
 export function jsonText(value: unknown, body: string, status = 200, headers?: Record<string, string>): JSONValueResponse {
-  return headers === undefined
-    ? new SharedHeadersJSONResponse(value, body, { status })
-    : new JSONValueResponse(value, body, { status, headers: { ...JSON_HEADERS, ...headers } });
+  return new JSONValueResponse(value, status, headers, body);
 }
 
-/** A JSON response with any status and extra headers (always with `X-Content-Type-Options: nosniff`). */
+/**
+ * A JSON response with any status and extra headers (always with `X-Content-Type-Options: nosniff`).
+ * The body is written once, when the response is sent: through the route's response schema for
+ * that status when it has one, else by `JSON.stringify`.
+ */
 export function json(value: unknown, status = 200, headers?: Record<string, string>): HTTPResponse {
-  return jsonText(value, JSON.stringify(value), status, headers);
+  // What the prototype chain makes it, which TypeScript cannot see through a class that does not `extends`.
+  return new JSONValueResponse(value, status, headers) as unknown as HTTPResponse;
 }
 
 /** 201 Created with the created value as JSON, and a Location header when given. */
