@@ -1,5 +1,9 @@
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
 import { describe, expect, it } from "vitest";
 
 // A fresh process: the module cache of this one holds whatever other tests loaded.
@@ -27,5 +31,29 @@ describe("packages loaded at first use (a fresh process)", () => {
       book: '{"title":"Dune"}',
       afterSchema: ["prom-client", "@opentelemetry/api", "fast-json-stringify"],
     });
+  });
+
+  it.each([
+    ["createPrometheus()", 'import { createPrometheus } from "./src/metrics/index.js";\ncreatePrometheus();', "createPrometheus() needs the package prom-client"],
+    ["a route with a response schema", 'import { z } from "zod";\nimport { App, get } from "./src/index.js";\n' +
+      'new App({ port: 0 }).route(get("/b", { responses: { 200: z.object({ t: z.string() }) } }, () => ({ t: "x" })));',
+      "GET /b's response schemas needs the package fast-json-stringify"],
+  ])("%s in a bundle shipped without node_modules fails at start-up, naming the package, not after its first request", async (_, source, message) => {
+    const dir = mkdtempSync(join(tmpdir(), "keelson-lazy-bundle-"));
+    try {
+      const entry = join(ROOT, `lazy-bundle-entry-${process.pid}.ts`);
+      writeFileSync(entry, `${source}\nconsole.log("STARTED");\n`);
+      try {
+        await build({ entryPoints: [entry], outfile: join(dir, "app.mjs"), bundle: true, platform: "node", format: "esm", logLevel: "silent" });
+      } finally {
+        rmSync(entry, { force: true });
+      }
+      const run = spawnSync(process.execPath, [join(dir, "app.mjs")], { cwd: dir, encoding: "utf8", timeout: 30_000 });
+      expect(run.stdout).not.toContain("STARTED");
+      expect(run.status).toBe(1);
+      expect(run.stderr).toContain(message);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -2,7 +2,6 @@
 // step), as plain JavaScript: tsx's loader hooks would inflate cold start and RSS, and penalise
 // keelson (many source files) more than peers loaded precompiled from node_modules.
 import * as fs from "node:fs";
-import * as os from "node:os";
 import * as path from "node:path";
 import { buildSync } from "esbuild";
 
@@ -11,8 +10,10 @@ export interface Build {
   dir: string;
   entry(target: string): string;
   /**
-   * The target's server bundled into one ESM file with everything it imports (esbuild), for the
-   * bundled cold start: a deployment can ship that instead of a tree of modules. Built on first use.
+   * The target's server bundled into one ESM file with everything it imports statically (esbuild),
+   * for the bundled cold start: a deployment can ship that instead of a tree of modules. Written
+   * under `root/dist`, as a deployment keeps its bundle beside `node_modules`, where the packages
+   * keelson loads at first use (prom-client, fast-json-stringify) come from. Built on first use.
    */
   bundledEntry(target: string): string;
   remove(): void;
@@ -33,7 +34,7 @@ export function builtServers(root: string): Build {
     dir: root,
     entry,
     bundledEntry(target) {
-      bundleDir ??= fs.mkdtempSync(path.join(os.tmpdir(), "keelson-bench-bundle-"));
+      bundleDir ??= fs.mkdtempSync(path.join(root, "dist", "bench-bundle-"));
       const outfile = path.join(bundleDir, `${target}.mjs`);
       if (!fs.existsSync(outfile)) {
         buildSync({

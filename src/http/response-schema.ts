@@ -1,15 +1,13 @@
-import { createRequire } from "node:module";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { readJSONSchema } from "./json-schema.js";
 import type { ResponseDoc, Route } from "./route.js";
+import { lazyPackage } from "../lazy-package.js";
 
 type FastJSONStringify = (typeof import("fast-json-stringify"))["default"];
 
 // fast-json-stringify and its ajv are ~75 modules: loaded by the first response that compiles a
 // schema, not by every App at start-up (an App without response schemas never loads them).
-let fastJSONStringify: FastJSONStringify | undefined;
-const loadFastJSONStringify = (): FastJSONStringify =>
-  (fastJSONStringify ??= createRequire(import.meta.url)("fast-json-stringify") as FastJSONStringify);
+const loadFastJSONStringify = lazyPackage<FastJSONStringify>("fast-json-stringify");
 
 /** Writes a value as the JSON text of one response status; a promise only for async schemas. */
 export type ResponseSerializer = (value: unknown) => string | Promise<string>;
@@ -101,5 +99,7 @@ export function responseSerializers(route: Route, path: string, check: boolean):
     // Error statuses keep keelson's KError body whatever is declared for them.
     if (schema !== undefined && status < 400) byStatus.set(status, serializerFor(schema, `${route.method} ${path} (${status})`, check));
   }
-  return byStatus.size === 0 ? undefined : (status) => byStatus.get(status);
+  if (byStatus.size === 0) return undefined;
+  loadFastJSONStringify.check(`${route.method} ${path}'s response schemas`);
+  return (status) => byStatus.get(status);
 }

@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import type { Counter, Gauge, Histogram, Metric, Registry } from "prom-client";
 import { MS_ABOVE_0, PORT_RULE, checkNumber, checkOptionalNumber } from "../checks.js";
 import type { Module, Router } from "../app.js";
@@ -13,6 +12,7 @@ import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
+import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -65,8 +65,7 @@ type PromClient = typeof import("prom-client");
 
 // prom-client (~35 modules, and @opentelemetry/api which it requires for exemplars) is loaded when
 // a registry is first needed, not when keelson/metrics is imported: see `createPrometheus`.
-let promClient: PromClient | undefined;
-const loadPromClient = (): PromClient => (promClient ??= createRequire(import.meta.url)("prom-client") as PromClient);
+const loadPromClient = lazyPackage<PromClient>("prom-client");
 
 const FINAL_SNAPSHOT_TIMEOUT_MS = 1000;
 const PRIMARY_REPLY_MARGIN_MS = 1000;
@@ -96,6 +95,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   if (!buckets.every((bound, i) => Number.isFinite(bound) && (i === 0 || bound > buckets[i - 1]!))) {
     throw new Error(`buckets must be finite numbers in increasing order, got [${buckets.join(",")}]`);
   }
+  loadPromClient.check("createPrometheus()");
   const histogram = new RequestHistogram(`${prefix}http_request_duration_seconds`, buckets);
   let registry: Registry | undefined;
   const getRegistry = (): Registry => {
