@@ -12,7 +12,7 @@ export interface LazyPackage<T> {
 
 /**
  * A package keelson loads at first use, not at import (prom-client, fast-json-stringify, the
- * OpenTelemetry API): start-up does not pay for what a process may never need. Code that will need
+ * OpenTelemetry API, croner): start-up does not pay for what a process may never need. Code that will need
  * it calls `check()` when it is set up, so a package missing at run time (a bundle shipped without
  * `node_modules`) fails the start with its name instead of a worker after its first request.
  */

@@ -76,8 +76,4 @@ export class VerifiedTokens {
   clear(): void {
     this.#entries.clear();
   }
-
-  get size(): number {
-    return this.#entries.size;
-  }
 }

@@ -81,7 +81,7 @@ export class JSONValueResponse {
    * route's own handling, so a value JSON.stringify cannot write fails as the handler would.
    */
   written(): this {
-    if (this.#text === UNWRITTEN) this.#text = JSON.stringify(this.value);
+    void this.body;
     return this;
   }
 }

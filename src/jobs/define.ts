@@ -1,6 +1,6 @@
-import { createRequire } from "node:module";
 import type { Cron as CronClass } from "croner";
 import type { RequestLogger } from "../logging/request-logger.js";
+import { lazyPackage } from "../lazy-package.js";
 
 /** Where a job runs under the supervisor: on one worker per tick, or on every worker. */
 export type JobRunOn = "one" | "each";
@@ -112,13 +112,9 @@ const MAX_CRASH_RETRIES = 10;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$/;
 
-let Cron: typeof CronClass | undefined;
-
 /** croner, loaded at the first cron job: an App (or a supervisor) without one never loads it. */
-function loadCron(): typeof CronClass {
-  Cron ??= (createRequire(import.meta.url)("croner") as { Cron: typeof CronClass }).Cron;
-  return Cron;
-}
+const croner = lazyPackage<{ Cron: typeof CronClass }>("croner");
+const loadCron = (): typeof CronClass => croner().Cron;
 
 /** The first tick of `spec` strictly after `after`; throws on a pattern croner rejects. */
 export function tickClock(spec: JobSpec): (after: Date) => Date {

@@ -1,16 +1,12 @@
-import { createRequire } from "node:module";
+import { lazyPackage } from "../lazy-package.js";
 
 type OtelApi = typeof import("@opentelemetry/api");
 
 // @opentelemetry/api is ~45 CommonJS modules. keelson/tracing loads it when a span is first made
 // or a tracer or provider is handed in, so an App whose tracer has nothing to record (no SDK
 // registered) never loads it.
-let api: OtelApi | undefined;
-
 /** `@opentelemetry/api`, loaded at the first call. */
-export function otelApi(): OtelApi {
-  return (api ??= createRequire(import.meta.url)("@opentelemetry/api") as OtelApi);
-}
+export const otelApi = lazyPackage<OtelApi>("@opentelemetry/api");
 
 /** Where every copy of the API (version 1.x) keeps its global providers. */
 const API_GLOBAL = Symbol.for("opentelemetry.js.api.1");
