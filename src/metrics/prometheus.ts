@@ -279,16 +279,16 @@ function linkToPrimary(router: Router, primary: PrimaryChannel, registry: () => 
  */
 function setUpAfterFirstRequest(collector: MetricsCollector, setUp: () => unknown): MetricsCollector {
   const observe = collector.observeRequest;
-  let scheduled = false;
-  return {
+  const first: MetricsCollector = {
     ...collector,
     observeRequest(method, route, status, durationSeconds) {
+      // Only the first request goes through here: every later one calls the histogram directly.
+      first.observeRequest = observe;
       observe(method, route, status, durationSeconds);
-      if (scheduled) return;
-      scheduled = true;
       setImmediate(setUp);
     },
   };
+  return first;
 }
 
 /** prom-client's JSON form of the registry: plain data, sent as is over IPC. */
