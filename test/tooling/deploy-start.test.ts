@@ -100,16 +100,20 @@ async function startImage(env: Record<string, string>): Promise<Started> {
   });
   const exited = child.exited.then(({ code, signal }) => ({ code, signal }));
   const started: Started = { child, pid: 0, url: `http://127.0.0.1:${env.PORT ?? ""}`, output: child.output, exited };
-  // Polls /health the way a readiness probe does: that answer, not a log line, is what "up" means here.
+  // Polls /health the way a readiness probe does: that answer, not a log line, is what "up" means
+  // here. The tests go on once every worker is up too: the first to listen answers the probe while
+  // another may still be loading, and a worker signalled before it listens just exits.
   const deadline = Date.now() + 30_000;
   for (;;) {
     if (!child.alive()) throw new Error(`exited before answering:\n${child.output()}`);
     if (Date.now() > deadline) throw new Error(`/health did not answer 200 within 30 s:\n${child.output()}`);
     started.pid ||= childOf(child.pid) ?? 0;
     const ok = await fetch(`${started.url}/health`).then((r) => r.status === 200, () => false);
-    if (ok && started.pid) return started;
+    if (ok && started.pid) break;
     await delay(100);
   }
+  await child.waitFor(/worker\(s\) ready in/, { timeoutMs: Math.max(1, deadline - Date.now()) });
+  return started;
 }
 
 /** The image's HEALTHCHECK command, run with the container's environment. */
