@@ -1,7 +1,7 @@
 import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
-import { Supervisor } from "../supervisor/primary.js";
+import type { Supervisor } from "../supervisor/primary.js";
 import { terminal } from "./terminal.js";
 
 /** `keelson dev <entry>`, parsed. */
@@ -45,6 +45,9 @@ export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv)
  * Changes that arrive during a reload merge into one more (the supervisor's own rule).
  */
 export async function runDev(cli: DevCommand): Promise<void> {
+  // Loaded here, not at the top: `keelson start` parses its arguments through this file's parser
+  // and must not pay for the supervisor before it has forked its workers (cli/main.ts).
+  const { Supervisor } = await import("../supervisor/primary.js");
   const supervisor = new Supervisor({
     entry: cli.entry, workers: cli.workers, port: cli.port,
     execArgv: process.execArgv.some((arg) => arg.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", resolveTsx()],

@@ -1,28 +1,27 @@
 import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
+import type { SupervisorOptions } from "../supervisor/options.js";
 
 // Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
 // is in process.env before any option is read.
-let runtime: RuntimeSetup | undefined;
+let runtime: RuntimeSetup;
 try {
   runtime = prepareRuntime();
 } catch (error) {
   process.stderr.write(`keelson: ${(error as Error).message}\n`);
   process.exit(2);
 }
-const { parseCli } = await import("./args.js");
-const { runControlCommand } = await import("./control-command.js");
-const { runDev } = await import("./dev.js");
-const { Supervisor } = await import("../supervisor/primary.js");
-const { runTool, isToolVerb } = await import("./tools.js");
 
 /**
  * `keelson start <entry> [--workers N] [--port N] …`: runs the supervisor in this process and
  * exits with its code (0 after a clean stop, 1 after a crash loop or an unclean stop, 2 on a
  * usage error). `keelson status` and `keelson reload` talk to a running one over its control socket.
+ * Each command loads only what it runs.
  */
 // One-shot tools (client, new, bundle, ls) exit when done: a user module they load may hold handles open.
+const { isToolVerb, runTool } = await import("./tools.js");
 const tool = process.argv[2];
 if (isToolVerb(tool)) process.exit(await runTool(tool, process.argv.slice(3)));
+const { parseCli } = await import("./args.js");
 const cli = parseCli(process.argv.slice(2));
 if (cli.command === "help") {
   process.stdout.write(cli.usage + "\n");
@@ -30,23 +29,40 @@ if (cli.command === "help") {
   process.stderr.write(`keelson: ${cli.message}\nRun "keelson --help" for usage.\n`);
   process.exitCode = 2;
 } else if (cli.command === "control") {
+  const { runControlCommand } = await import("./control-command.js");
   process.exitCode = await runControlCommand(cli.control);
 } else if (cli.command === "dev") {
+  const { runDev } = await import("./dev.js");
   await runDev(cli.dev).catch((error: unknown) => {
     process.stderr.write(`keelson: ${(error as Error).message}\n`);
     process.exitCode = 2;
   });
 } else {
-  let supervisor: InstanceType<typeof Supervisor> | undefined;
+  await start(cli.options);
+}
+
+/**
+ * The workers are forked as soon as the options are known to be valid, before the supervisor's
+ * modules load: a worker's start is the longer part, and it runs meanwhile (supervisor/prefork.ts).
+ */
+async function start(options: SupervisorOptions): Promise<void> {
+  const { resolveOptions } = await import("../supervisor/options.js");
+  let early: import("../supervisor/prefork.js").PreforkedWorkers | undefined;
+  let supervisor: import("../supervisor/primary.js").Supervisor | undefined;
   try {
-    supervisor = new Supervisor(cli.options);
+    const resolved = resolveOptions(options);
+    early = (await import("../supervisor/prefork.js")).preforkWorkers(resolved);
+    const { Supervisor } = await import("../supervisor/primary.js");
+    supervisor = new Supervisor({ ...options, logger: resolved.logger }, { fork: early.fork });
     for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
   } catch (error) {
+    early?.discard();
     process.stderr.write(`keelson: ${(error as Error).message}\n`);
     process.exitCode = 2;
+    return;
   }
   // A start that fails because the supervisor stopped (crash loop, signal) exits through `finished`.
-  supervisor?.start().catch((error: unknown) => {
-    if (!supervisor?.stopping) supervisor?.logger.error("supervisor failed to start: %s", (error as Error).message);
+  supervisor.start().catch((error: unknown) => {
+    if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", (error as Error).message);
   });
 }

@@ -1,6 +1,5 @@
 import cluster from "node:cluster";
-import { extname, resolve as resolvePath } from "node:path";
-import { fileURLToPath } from "node:url";
+import { resolve as resolvePath } from "node:path";
 import type { FeatureHost } from "../src/cluster/feature-host.js";
 import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { setLogOrigin } from "../src/logging/origin.js";
@@ -17,7 +16,7 @@ import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
 import { WorkerPool, type Slot } from "./worker-pool.js";
-import { clusterFork, type ForkSetup, type ForkWorker } from "./worker-process.js";
+import { clusterFork, forkSettings, type ForkSetup, type ForkWorker } from "./worker-process.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -31,7 +30,8 @@ export interface StopReport {
 
 /**
  * @internal What a unit test replaces to run the primary's decisions in-process (see
- * docs/contributing.md): the fork, the clock, the list of cluster features.
+ * docs/contributing.md): the fork, the clock, the list of cluster features. The CLI passes a fork
+ * that adopts the workers it forked before loading the supervisor (prefork.ts).
  */
 export interface SupervisorSeams {
   /** Default: node:cluster (`cluster.setupPrimary`, then `cluster.fork` per worker). */
@@ -89,7 +89,7 @@ export class Supervisor {
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
   readonly #onReloadSignal = () => void this.reload();
 
-  /** `seams` is for unit tests only (@internal): applications pass options alone. */
+  /** `seams` is for unit tests and the CLI (@internal): applications pass options alone. */
   constructor(options: SupervisorOptions, seams: SupervisorSeams = {}) {
     this.options = resolveOptions(options);
     this.logger = this.options.logger;
@@ -187,14 +187,9 @@ export class Supervisor {
     if (!cluster.isPrimary) throw new Error("the supervisor runs in the primary process, not in a cluster worker");
     if (running) throw new Error("a supervisor is already running in this process (node:cluster has one primary)");
     running = true;
-    const { entry, args, execArgv, workers, handleSignals, exitProcess } = this.options;
+    const { entry, workers, handleSignals, exitProcess } = this.options;
     setLogOrigin("primary", process.pid);
-    // stdout/stderr are pipes the primary relays line by line (see output-relay.ts); the real ones
-    // stay open as fds 4 and 5 for a worker whose primary is gone (KEELSON_LOG_FDS). The preload
-    // reports errors that kill a worker before keelson's own code runs.
-    this.#fork = this.#forkSetup({
-      exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
-    });
+    this.#fork = this.#forkSetup(forkSettings(this.options));
     if (handleSignals) {
       process.on("SIGINT", this.#onStopSignal);
       process.on("SIGTERM", this.#onStopSignal);
@@ -392,14 +387,6 @@ export class Supervisor {
     process.off("SIGHUP", this.#onReloadSignal);
     running = false;
   }
-}
-
-// Same extension as this file: .ts when run from source (through tsx), .js from dist.
-const PRELOAD = new URL(`./worker-preload${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
-
-/** A file URL or a path relative to the working directory, as an absolute path. */
-function entryPath(entry: string): string {
-  return entry.startsWith("file:") ? fileURLToPath(entry) : resolvePath(entry);
 }
 
 /** Creates a Supervisor and starts it; resolves once every worker is ready. */

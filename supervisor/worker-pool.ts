@@ -3,7 +3,7 @@ import { Backoff, CrashBreaker } from "./backoff.js";
 import type { Clock } from "./clock.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import { WorkerHandle } from "./worker-handle.js";
-import type { ForkWorker } from "./worker-process.js";
+import { workerEnv, type ForkWorker } from "./worker-process.js";
 
 /** One worker slot: a stable id, the worker serving it now, its restart backoff. */
 export interface Slot {
@@ -96,14 +96,7 @@ export class WorkerPool {
 
   /** Forks a worker for slot `id` without making it the slot's worker (reload promotes it once ready). */
   fork(id: number): WorkerHandle {
-    const { env, port, heartbeatInterval, logger } = this.#options;
-    const handle = new WorkerHandle(id, this.#fork({
-      ...env,
-      ...(port === undefined ? {} : { PORT: String(port) }),
-      KEELSON_WORKER_ID: String(id),
-      KEELSON_LOG_FDS: "4,5",
-      KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
-    }), logger, this.clock);
+    const handle = new WorkerHandle(id, this.#fork(workerEnv(this.#options, id)), this.#options.logger, this.clock);
     const slot = this.slots[id - 1];
     if (slot !== undefined) handle.generation = ++slot.generation;
     this.live.add(handle);

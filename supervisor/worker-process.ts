@@ -1,7 +1,10 @@
 import cluster, { type ClusterSettings, type Worker } from "node:cluster";
+import { extname, resolve as resolvePath } from "node:path";
 import type { Readable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import type { Endpoint } from "../src/cluster/ipc.js";
 import { guardHandoffs, type HandoffGuard } from "./handoff-guard.js";
+import type { ResolvedSupervisorOptions } from "./options.js";
 
 /**
  * One forked worker process as the primary uses it: IPC (the Endpoint), its output pipes, its
@@ -34,6 +37,36 @@ export type ForkWorker = (env: Record<string, string>) => WorkerProcess;
  * once per start, before the first worker.
  */
 export type ForkSetup = (settings: ClusterSettings) => ForkWorker;
+
+/**
+ * How every worker of a start is forked: the entry with its arguments and Node options, plus the
+ * preload that reports a worker dying before keelson's code runs. stdout/stderr are pipes the
+ * primary relays line by line (see output-relay.ts); the real ones stay open as fds 4 and 5 for a
+ * worker whose primary is gone (KEELSON_LOG_FDS).
+ */
+export function forkSettings({ entry, args, execArgv }: Pick<ResolvedSupervisorOptions, "entry" | "args" | "execArgv">): ClusterSettings {
+  return { exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2] };
+}
+
+/** The environment of worker `id` on top of the primary's: what the worker's App and its link read. */
+export function workerEnv(options: Pick<ResolvedSupervisorOptions, "env" | "port" | "heartbeatInterval">, id: number): Record<string, string> {
+  const { env, port, heartbeatInterval } = options;
+  return {
+    ...env,
+    ...(port === undefined ? {} : { PORT: String(port) }),
+    KEELSON_WORKER_ID: String(id),
+    KEELSON_LOG_FDS: "4,5",
+    KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
+  };
+}
+
+// Same extension as this file: .ts when run from source (through tsx), .js from dist.
+const PRELOAD = new URL(`./worker-preload${extname(fileURLToPath(import.meta.url))}`, import.meta.url).href;
+
+/** A file URL or a path relative to the working directory, as an absolute path. */
+function entryPath(entry: string): string {
+  return entry.startsWith("file:") ? fileURLToPath(entry) : resolvePath(entry);
+}
 
 /** node:cluster: `setupPrimary(settings)`, then every fork is a `cluster.fork(env)`. */
 export const clusterFork: ForkSetup = (settings) => {
