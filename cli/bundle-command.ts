@@ -89,6 +89,17 @@ function ownEntry(path: string): string {
   return fileURLToPath(new URL(`${path}${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
 }
 
+/**
+ * The worker preload of the keelson this command runs from: in the package's build (dist/lib, see
+ * scripts/build-package.mjs) it is an entry next to this chunk, in the sources and tsc's output it
+ * is in supervisor/. Taking the one of the same build matters: the preload and the App must bundle
+ * one copy of the worker link, not two.
+ */
+function ownPreload(): string {
+  const beside = ownEntry("./worker-preload");
+  return existsSync(beside) ? beside : ownEntry("../supervisor/worker-preload");
+}
+
 /** Refuses to empty a folder that holds anything but an earlier bundle. */
 function prepareOut(out: string): void {
   if (existsSync(out)) {
@@ -137,7 +148,7 @@ export async function runBundleCommand(argv: readonly string[]): Promise<number>
     const started = performance.now();
     prepareOut(request.out);
     const options = {
-      entryPoints: { keelson: ownEntry("./cli"), "worker-preload": ownEntry("../supervisor/worker-preload"), [entryName(request.entry)]: request.entry },
+      entryPoints: { keelson: ownEntry("./cli"), "worker-preload": ownPreload(), [entryName(request.entry)]: request.entry },
       outdir: request.out, outExtension: { ".js": ".mjs" }, bundle: true, splitting: true, format: "esm", platform: "node",
       target: `node${process.versions.node.split(".")[0]}`, sourcemap: "linked", sourcesContent: false, metafile: true, logLevel: "error",
       // CommonJS dependencies call require() for Node's built-ins; an ES module has no require of its own.

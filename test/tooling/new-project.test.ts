@@ -1,7 +1,7 @@
 // `npx keelson new` as a user runs it, from the packed package: the project it writes installs,
 // passes its own tests (`make test`) and runs with 2 workers (`make run`). Slow (a build and npm
 // installs): generous timeouts. Its templates are kept in step with keelson's own files here.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
@@ -123,6 +123,10 @@ describe("keelson new", () => {
     expect(dockerfile).toMatch(/^RUN npm run build && npm run bundle$/m);
     const bundled = await run("npm", ["run", "bundle"], project);
     expect(bundled).toMatch(/keelson bundle: \d+ module\(s\)/);
+    // The worker preload and the App bundled one copy of the worker link (both from the package's dist/lib).
+    const chunks = readdirSync(join(project, "dist", "bundle")).filter((file) => file.endsWith(".mjs"));
+    const definitions = chunks.flatMap((file) => readFileSync(join(project, "dist", "bundle", file), "utf8").match(/function reportWorkerFailure\d*\(/g) ?? []);
+    expect(definitions).toHaveLength(1);
     const command = /^RUN (node node_modules\/keelson\/scripts\/warm-compile-cache\.mjs [^\\&\n]+)/m.exec(dockerfile)?.[1];
     expect(command).toContain("dist/bundle/keelson.mjs start dist/bundle/main.mjs");
     expect(command, "the compile-cache stage runs the packaged warm-up script").toBeDefined();

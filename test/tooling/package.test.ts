@@ -60,10 +60,18 @@ describe("the npm package", () => {
   it("holds the build with the Scalar bundle and both licences, the sources its maps point at, and no examples", () => {
     const files = filesUnder(join(unpacked, "package"));
     for (const file of [
-      "LICENSE", "dist/src/index.js", "dist/src/index.d.ts", "dist/cli/cli.js", "dist/src/metrics/index.js",
-      "dist/src/docs/vendor/scalar-standalone.js", "dist/src/docs/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "cli/cli.ts",
+      "LICENSE", "dist/lib/index.js", "dist/src/index.d.ts", "dist/lib/cli.js", "dist/lib/metrics.js", "dist/lib/worker-preload.js",
+      "dist/lib/vendor/scalar-standalone.js", "dist/lib/vendor/scalar-standalone.LICENSE.txt", "src/app.ts", "cli/cli.ts",
     ]) expect(files, file).toContain(file);
     expect(files.filter((f) => f.startsWith("dist/examples") || f.startsWith("test") || f.startsWith("load-tests"))).toEqual([]);
+    // Every entry point and the bin point into the bundled build, and it is the only code shipped
+    // built: no second copy of a module (the App's and the preload's worker link) can be loaded.
+    const manifest = JSON.parse(readFileSync(join(unpacked, "package", "package.json"), "utf8")) as {
+      exports: Record<string, string | { default: string }>; bin: Record<string, string>;
+    };
+    const targets = [...Object.values(manifest.exports).map((target) => (typeof target === "string" ? target : target.default)), ...Object.values(manifest.bin)];
+    expect(targets.filter((target) => target !== "./package.json" && !target.startsWith("./dist/lib/"))).toEqual([]);
+    expect(files.filter((f) => f.startsWith("dist/") && !f.startsWith("dist/lib/") && /\.js$/.test(f) && !f.endsWith(".d.ts"))).toEqual([]);
     expect(readFileSync(join(unpacked, "package", "LICENSE"), "utf8")).toContain("Copyright (c) 2026 keelson contributors");
     const maps = files.filter((f) => f.endsWith(".map"));
     expect(maps.length).toBeGreaterThan(50);

@@ -1,0 +1,52 @@
+#!/usr/bin/env node
+// What the package's entry points and its `keelson` bin load: keelson's own modules bundled with
+// esbuild into a few ESM files in dist/lib (one per entry point, shared code split into chunks, so
+// `keelson` and `keelson/metrics` share one App), every dependency left to node_modules. h3 and srvx
+// ship their builds the same way: Node's ESM loader resolves, reads and links each file on its own,
+// and a service start paid for keelson's ~90 files where a few do. The types stay tsc's (dist/src,
+// dist/supervisor). The worker preload and the CLI are entries too, so a worker's preload and its
+// App share one copy of the worker link. Scalar's bundle is copied next to the chunks, where the
+// docs route looks first (src/docs/assets.ts).
+// Usage: node scripts/build-package.mjs [outDir=dist/lib] (after tsc and copy-scalar)
+import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const out = join(root, process.argv[2] ?? "dist/lib");
+
+/** The package's entry points (package.json exports and bin), by output name. */
+const ENTRIES = {
+  index: "src/index.ts",
+  metrics: "src/metrics/index.ts",
+  tracing: "src/tracing/index.ts",
+  auth: "src/auth/index.ts",
+  sql: "src/sql/index.ts",
+  redis: "src/redis/index.ts",
+  supervisor: "supervisor/index.ts",
+  cli: "cli/cli.ts",
+  "worker-preload": "supervisor/worker-preload.ts",
+};
+
+rmSync(out, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(root, file)])),
+  outdir: out,
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node22",
+  packages: "external",
+  // The maps point at the TypeScript sources the package ships (src, supervisor, cli).
+  sourcemap: "linked",
+  sourcesContent: false,
+  logLevel: "warning",
+});
+
+const vendor = join(root, "dist", "src", "docs", "vendor");
+mkdirSync(join(out, "vendor"), { recursive: true });
+for (const file of readdirSync(vendor)) copyFileSync(join(vendor, file), join(out, "vendor", file));
+console.log(`package: ${Object.keys(ENTRIES).length} entry points -> ${out} (${readdirSync(out).filter((f) => f.endsWith(".js")).length} files)`);
