@@ -79,6 +79,27 @@ const probedCli = ({ cli, entry }: Program, workers: number, cache: () => string
 };
 
 if (!fs.existsSync(path.join(values.root, BUNDLED.cli))) throw new Error(`${BUNDLED.cli} is missing under ${values.root}: make build writes it`);
+
+/**
+ * The plain path a user starts with: an App with Prometheus and the tracer adapter and one route,
+ * `node app.js`, importing keelson as a service does (`from "keelson"`: the package's bundled
+ * dist/lib), and the same importing tsc's unbundled output (dist/src, what the package shipped before).
+ * Written inside the checkout, so that "keelson" resolves to this build (a package's self-reference).
+ */
+const plainDir = fs.mkdtempSync(path.join(values.root, "dist", "bench-plain-"));
+const plainApp = (from: (entry: string) => string): string => `import { App, get } from "${from("")}";
+import { createPrometheus } from "${from("metrics")}";
+import { createOtelTracer } from "${from("tracing")}";
+const app = new App({ serviceName: "plain", env: "production", host: "127.0.0.1", port: Number(process.env.PORT) });
+app.use(createPrometheus());
+app.setTracer(createOtelTracer());
+app.registerController({ routes: () => [get("/hello", () => ({ hello: "world" }))] });
+await app.listen();
+`;
+const PLAIN_PACKAGE = path.join(plainDir, "package.mjs");
+const PLAIN_TSC = path.join(plainDir, "tsc-output.mjs");
+fs.writeFileSync(PLAIN_PACKAGE, plainApp((entry) => (entry === "" ? "keelson" : `keelson/${entry}`)));
+fs.writeFileSync(PLAIN_TSC, plainApp((entry) => `../src/${entry === "" ? "" : `${entry}/`}index.js`));
 const variants: Array<{ label: string; run: () => Promise<number>; times: number[] }> = [
   { label: "bare h3 (GET /hello)", run: direct(build.entry("h3"), "/hello", {}), times: [] },
   { label: "bare h3, warm compile cache", run: direct(build.entry("h3"), "/hello", { NODE_COMPILE_CACHE: warm() }), times: [] },
@@ -90,6 +111,8 @@ const variants: Array<{ label: string; run: () => Promise<number>; times: number
     }, 30_000, "/hello"),
     times: [],
   },
+  { label: "App + Prometheus + tracer, one route, `node app.js` from the package (dist/lib)", run: direct(PLAIN_PACKAGE, "/hello", {}), times: [] },
+  { label: "the same from tsc's unbundled output (dist/src)", run: direct(PLAIN_TSC, "/hello", {}), times: [] },
   { label: "example, one process, no compile cache", run: direct(UNBUNDLED.entry, "/health", {}), times: [] },
   { label: "example, one process, warm compile cache", run: direct(UNBUNDLED.entry, "/health", { NODE_COMPILE_CACHE: warm() }), times: [] },
   { label: "example bundled, one process, no compile cache", run: direct(BUNDLED.entry, "/health", {}), times: [] },
@@ -111,6 +134,7 @@ for (let run = 0; run < RUNS; run++) {
   for (const variant of run % 2 === 0 ? variants : variants.toReversed()) variant.times.push(await variant.run());
 }
 fs.rmSync(scratch, { recursive: true, force: true });
+fs.rmSync(plainDir, { recursive: true, force: true });
 build.remove();
 
 const h3 = median(variants[0]?.times ?? []) ?? 1;
