@@ -30,7 +30,8 @@ export function preforkWorkers(options: ResolvedSupervisorOptions): PreforkedWor
   const waiting = new Map<string, { env: Record<string, string>; worker: HeldWorker }>();
   for (let id = 1; id <= options.workers; id++) {
     const env = workerEnv(options, id);
-    waiting.set(String(id), { env, worker: holdWorker(clusterWorker(cluster.fork(env))) });
+    const forkedAt = performance.now();
+    waiting.set(String(id), { env, worker: holdWorker(clusterWorker(cluster.fork(env)), forkedAt) });
   }
   const discard = (): void => {
     for (const { worker } of waiting.values()) worker.discard();
@@ -70,7 +71,7 @@ type Held =
  * the supervisor has loaded. The recorded events are dispatched in the order they happened, on the
  * turn after adoption (once the supervisor has attached its listeners), then everything is live.
  */
-function holdWorker(inner: WorkerProcess): HeldWorker {
+function holdWorker(inner: WorkerProcess, forkedAt: number): HeldWorker {
   let held: Held[] | undefined = [];
   const messageListeners = new Set<(message: unknown) => void>();
   const exitListeners: Array<(code: number | null, signal: NodeJS.Signals | null) => void> = [];
@@ -92,6 +93,7 @@ function holdWorker(inner: WorkerProcess): HeldWorker {
   inner.onError((error) => dispatch({ event: "error", error }));
   const adopted: WorkerProcess = {
     handoffs: inner.handoffs,
+    forkedAt,
     pid: inner.pid,
     stdout: inner.stdout,
     stderr: inner.stderr,

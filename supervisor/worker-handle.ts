@@ -50,7 +50,9 @@ export class WorkerHandle implements FeatureWorker {
     this.#process = child;
     this.#logger = logger;
     this.#clock = clock;
-    this.forkedAt = clock.now();
+    // A worker forked before the supervisor took it (prefork.ts, only ever with the system clock)
+    // counts from its real fork.
+    this.forkedAt = child.forkedAt ?? clock.now();
     this.pid = child.pid ?? 0;
     this.channel = new Channel(child);
     this.handoffs = child.handoffs ?? NO_HANDOFFS;

@@ -27,6 +27,8 @@ export interface WorkerProcess extends Endpoint {
   kill(signal: NodeJS.Signals): void;
   /** The connections node:cluster passed it (see handoff-guard.ts); absent for a worker that gets none. */
   readonly handoffs?: HandoffGuard;
+  /** `performance.now()` at its fork, for a worker forked before the supervisor took it (prefork.ts). */
+  readonly forkedAt?: number;
 }
 
 /** Forks one worker with these environment variables (on top of the primary's). */
