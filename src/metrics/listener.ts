@@ -1,6 +1,12 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
 import { PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
+
+// Required, not imported: the first ESM import of node:http builds its module namespace, which reads
+// every export, the lazy ones that load undici included, and the supervisor's primary (which
+// imports node:http nowhere else) would be blocked for that while its workers ask it to listen.
+const { createServer } = createRequire(import.meta.url)("node:http") as typeof import("node:http");
 
 /**
  * A listener of its own for the Prometheus scrape, apart from the service port: used by the
