@@ -33,6 +33,11 @@ describe("packages loaded at first use (a fresh process)", () => {
     });
   });
 
+  it("crossws (the WebSocket server, with the ws library) loads with the first WebSocket route, not with keelson", () => {
+    const output = execFileSync(process.execPath, ["--import", "tsx", "test/fixtures/lazy-crossws.ts"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    expect(JSON.parse(output.split("\n").find((line) => line.startsWith("{\"built\"")) ?? "{}")).toEqual({ built: false, websocketRoute: true });
+  });
+
   it.each([
     ["createPrometheus()", 'import { createPrometheus } from "./src/metrics/index.js";\ncreatePrometheus();', "createPrometheus() needs the package prom-client"],
     ["a route with a response schema", 'import { z } from "zod";\nimport { App, get } from "./src/index.js";\n' +

@@ -1,5 +1,4 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { setWebSocketHooks } from "crossws";
 import { checkOptionalNumber } from "../checks.js";
 import type { HandlerContext } from "../http/context.js";
 import { Route, type PathParams, type RawQuery, type RouteOptions } from "../http/route.js";
@@ -115,6 +114,11 @@ type DefineWebSocket = {
  *   message: (socket, message) => void publish(`room:${ctx.params.room}`, message.text()),
  * })));
  */
+// crossws (with the ws library it bundles) loads with the first WebSocket route, not with keelson:
+// an App without one never needs it. `listen()` loads its node adapter before the first upgrade.
+let crossws: Promise<typeof import("crossws")> | undefined;
+const loadCrossws = (): Promise<typeof import("crossws")> => (crossws ??= import("crossws"));
+
 export const websocket: DefineWebSocket = ((path: string, a: object, b?: object) => {
   const hasOptions = b !== undefined;
   const [wsOptions, routeOptions] = split((hasOptions ? a : {}) as WebSocketOptions & RouteOptions, ["maxQueuedBytes"] as const);
@@ -123,6 +127,7 @@ export const websocket: DefineWebSocket = ((path: string, a: object, b?: object)
   if (typeof handler !== "function" && (typeof handler !== "object" || handler === null)) {
     throw new TypeError(`websocket("${path}"): expected a handler function or a hooks object`);
   }
+  void loadCrossws();
   const responses = {
     101: { description: "Switching Protocols: the WebSocket connection is open." },
     426: { description: "Upgrade Required: the request was not a WebSocket upgrade." },
@@ -137,7 +142,7 @@ export const websocket: DefineWebSocket = ((path: string, a: object, b?: object)
     const state = ctx.event.context.keelson;
     let settle: (status: number) => void = ignore;
     if (state !== undefined) state.stream = new Promise<number>((resolve) => (settle = resolve));
-    setWebSocketHooks(request, trackedHooks({
+    (await loadCrossws()).setWebSocketHooks(request, trackedHooks({
       hooks, route: ctx.event.context.matchedRoute?.route ?? path, streams: ctx.openStreams, logger: ctx.appLogger,
       lastEventId: lastEventIdOf(ctx), maxQueuedBytes, ended: settle,
     }));
