@@ -47,6 +47,16 @@ if (cli.command === "help") {
  */
 async function start(options: SupervisorOptions): Promise<void> {
   const { resolveOptions } = await import("../supervisor/options.js");
+  // From the fork until the supervisor has its own handlers: a SIGINT or SIGTERM is kept and handed
+  // to it (the workers then stop as they would a moment later), a SIGHUP ignored (they run the
+  // current code already); node's default would kill this process and leave the workers to notice.
+  let stopSignal: NodeJS.Signals | undefined;
+  const keep = (signal: NodeJS.Signals): void => void (stopSignal ??= signal);
+  const ignore = (): void => {};
+  const release = (): void => {
+    process.off("SIGINT", keep).off("SIGTERM", keep).off("SIGHUP", ignore);
+  };
+  process.on("SIGINT", keep).on("SIGTERM", keep).on("SIGHUP", ignore);
   let early: import("../supervisor/prefork.js").PreforkedWorkers | undefined;
   let supervisor: import("../supervisor/primary.js").Supervisor | undefined;
   try {
@@ -56,6 +66,7 @@ async function start(options: SupervisorOptions): Promise<void> {
     supervisor = new Supervisor({ ...options, logger: resolved.logger }, { fork: early.fork });
     for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
   } catch (error) {
+    release();
     early?.discard();
     process.stderr.write(`keelson: ${(error as Error).message}\n`);
     process.exitCode = 2;
@@ -65,4 +76,6 @@ async function start(options: SupervisorOptions): Promise<void> {
   supervisor.start().catch((error: unknown) => {
     if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", (error as Error).message);
   });
+  release();
+  if (stopSignal !== undefined) void supervisor.stop(stopSignal);
 }
