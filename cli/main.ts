@@ -52,11 +52,10 @@ async function start(options: SupervisorOptions): Promise<void> {
   // current code already); node's default would kill this process and leave the workers to notice.
   let stopSignal: NodeJS.Signals | undefined;
   const keep = (signal: NodeJS.Signals): void => void (stopSignal ??= signal);
-  const ignore = (): void => {};
   const release = (): void => {
-    process.off("SIGINT", keep).off("SIGTERM", keep).off("SIGHUP", ignore);
+    process.off("SIGINT", keep).off("SIGTERM", keep).off("SIGHUP", ignoreSignal);
   };
-  process.on("SIGINT", keep).on("SIGTERM", keep).on("SIGHUP", ignore);
+  process.on("SIGINT", keep).on("SIGTERM", keep).on("SIGHUP", ignoreSignal);
   let early: import("../supervisor/prefork.js").PreforkedWorkers | undefined;
   let supervisor: import("../supervisor/primary.js").Supervisor | undefined;
   try {
@@ -79,3 +78,5 @@ async function start(options: SupervisorOptions): Promise<void> {
   release();
   if (stopSignal !== undefined) void supervisor.stop(stopSignal);
 }
+
+function ignoreSignal(): void {}

@@ -9,12 +9,12 @@ import { describe, expect, it } from "vitest";
 import { writeProject } from "../cli/new-command.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const manifest = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string }; bin: { keelson: string } };
+const keelsonPackage = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string }; bin: { keelson: string } };
 /** The package's bin (the bundled dist/lib/cli.js), and tsc's build of the same file (what this repository runs). */
-const BINS = [manifest.bin.keelson, "dist/cli/cli.js"];
+const BINS = [keelsonPackage.bin.keelson, "dist/cli/cli.js"];
 const BIN = join(ROOT, "dist", "cli", "cli.js");
 const CACHE = join(ROOT, ".cache", "test-node");
-const engines = manifest.engines.node;
+const engines = keelsonPackage.engines.node;
 
 /** A Node 20 binary from the npm registry (`npm pack node-linux-<arch>@20`), unpacked once into .cache/test-node/. */
 function node20(): string {
