@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -212,8 +212,14 @@ describe("docker/Dockerfile", () => {
     expect(command.join(" ")).not.toMatch(/\b(sh|bash|tini|dumb-init|npm)\b/);
     // keelson's CLI and the example bundled by `keelson bundle` in `make build` (the build stage runs it).
     expect(command.slice(1, 4)).toEqual(["dist/bundle/keelson.mjs", "start", "dist/bundle/main.mjs"]);
+    // The example imports tsc's build of keelson (dist/src), so it is bundled by the CLI of that same
+    // build (the package's bin is the bundled dist/lib): the preload and the App then share one
+    // worker link, which the bundle make build wrote shows.
     const bundle = getBundleCommand(readMakeBuildRecipe(readFileSync(join(ROOT, "Makefile"), "utf8")));
-    expect(bundle?.argv).toEqual(["node", (pkg.bin.keelson ?? "").slice(2), "bundle", "dist/examples/bookstore/main.js", "--out", "dist/bundle"]);
+    expect(bundle?.argv).toEqual(["node", "dist/cli/cli.js", "bundle", "dist/examples/bookstore/main.js", "--out", "dist/bundle"]);
+    const out = join(ROOT, "dist", "bundle");
+    const chunks = readdirSync(out).filter((file) => file.endsWith(".mjs"));
+    expect(chunks.flatMap((file) => readFileSync(join(out, file), "utf8").match(/function reportWorkerFailure\d*\(/g) ?? [])).toHaveLength(1);
     expect(command.some((a) => /^--(workers|port)\b/.test(a))).toBe(false);
     // Stated, not inherited: a base image can change the default stop signal.
     expect(getInstructions(runtime, "STOPSIGNAL").at(-1)?.args).toBe("SIGTERM");
