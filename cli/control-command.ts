@@ -56,21 +56,14 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
   };
 }
 
-/**
- * The control socket's client side, loaded when a command runs: `keelson start` parses its
- * arguments through this file and should not load node:net and the registry before it forks.
- */
-async function loadClient(): Promise<typeof import("../supervisor/control-socket.js") & typeof import("../supervisor/registry.js")> {
-  const [socket, registry] = await Promise.all([import("../supervisor/control-socket.js"), import("../supervisor/registry.js")]);
-  return { ...socket, ...registry };
-}
-
 /** Runs the command; resolves with the exit code (0, or 1 when the supervisor cannot be reached or the reload stopped). */
 export async function runControlCommand(command: ControlCommand): Promise<number> {
   try {
     const cli = command.target === undefined ? command : { ...command, socket: await findByTarget(command.target) };
     if (cli.command === "reload") return await runReload(cli);
-    const { sendControl } = await loadClient();
+    // The client side loads when a command runs: `keelson start` parses its arguments through this
+    // file and should not load node:net and the registry before it forks.
+    const { sendControl } = await import("../supervisor/control-socket.js");
     do {
       const reply = await sendControl(cli.socket, { command: "status" }, 5000);
       if (!reply.ok || !("status" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
@@ -91,7 +84,7 @@ export async function runControlCommand(command: ControlCommand): Promise<number
  * serves, anything else the folder it was started from. Throws when none or several match.
  */
 async function findByTarget(target: string): Promise<string> {
-  const { findSupervisors } = await loadClient();
+  const { findSupervisors } = await import("../supervisor/registry.js");
   const running = (await findSupervisors()).filter((found) => found.state === "running");
   const number = /^\d+$/.test(target) ? Number(target) : undefined;
   const folder = number === undefined ? resolvePath(target) : undefined;
@@ -107,7 +100,7 @@ async function findByTarget(target: string): Promise<string> {
 
 async function runReload(cli: ControlCommand): Promise<number> {
   // A rolling reload takes a worker's start plus its drain per slot: no short deadline here.
-  const { sendControl } = await loadClient();
+  const { sendControl } = await import("../supervisor/control-socket.js");
   const reply = await sendControl(cli.socket, { command: "reload" }, 30 * 60_000);
   if (!reply.ok || !("reload" in reply)) throw new Error(reply.ok ? "unexpected answer" : reply.error);
   if (cli.json) process.stdout.write(`${JSON.stringify(reply.reload)}\n`);

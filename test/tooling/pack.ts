@@ -41,3 +41,12 @@ export function readRecommendedTsconfig(): { compilerOptions: Record<string, unk
   if (block === undefined) throw new Error("docs/getting-started.md: no tsconfig block under \"Add keelson to your own project\"");
   return JSON.parse(block) as { compilerOptions: Record<string, unknown> };
 }
+
+/**
+ * How many copies of the worker link a `keelson bundle` output holds: 1 when its preload and its App
+ * were bundled from the same build of keelson (esbuild renames a second copy `reportWorkerFailure2`).
+ */
+export function workerLinkCopies(bundleDir: string): number {
+  return readdirSync(bundleDir).filter((file) => file.endsWith(".mjs"))
+    .flatMap((file) => readFileSync(join(bundleDir, file), "utf8").match(/function reportWorkerFailure\d*\(/g) ?? []).length;
+}
