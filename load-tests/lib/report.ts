@@ -54,7 +54,12 @@ export function formatTables(summary: SummaryRow[], targets: TargetInfo[]): stri
     ]),
     1,
   );
-  return `${main}\n\n${perTarget}`;
+  // What each target emitted per response, counted (load-tests/lib/work.ts): the rows above compare equal work.
+  const counted = targets
+    .filter((t) => t.workCounts.length > 0)
+    .map((t) => `  ${t.target.padEnd(18)} ${t.workCounts.join(" | ")}`);
+  const work = counted.length === 0 ? "" : `\n\nwork counted per round (each within the responses answered..sent):\n${counted.join("\n")}`;
+  return `${main}\n\n${perTarget}${work}`;
 }
 
 export function formatMachine(machine: MachineInfo): string {

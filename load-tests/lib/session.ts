@@ -7,12 +7,19 @@ import type { LoadClient } from "./load-client.js";
 import { readRssMb } from "./machine.js";
 import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
 import type { RunRecord } from "./types.js";
+import { countLive, countLogLines, workOf, type Counts, type Responses } from "./work.js";
 
 export interface SessionResult {
   records: RunRecord[];
   idleRssMb: number | null;
   warnings: string[];
+  /** Every response the server gave this session, and what it emitted for them (log lines: counted once it exits). */
+  responses: Responses;
+  counts: Counts;
 }
+
+/** The session's requests outside autocannon: checkRoutes' four and idleRss's hundred. */
+const CONTROL_REQUESTS = 104;
 
 function parse(body: string): Record<string, unknown> | null {
   try {
@@ -66,12 +73,29 @@ export async function measureIdleRss(spec: LaunchSpec): Promise<number | null> {
   }
 }
 
+/**
+ * The log's request lines once its writer has caught up: counted while the server runs (a peer
+ * killed by SIGTERM would lose what its asynchronous writer still held), until two counts 200 ms
+ * apart agree.
+ */
+async function settledLogLines(logDir: string): Promise<number> {
+  let last = countLogLines(logDir);
+  for (let i = 0; i < 25; i++) {
+    await sleep(200);
+    const now = countLogLines(logDir);
+    if (now === last) return now;
+    last = now;
+  }
+  return last;
+}
+
 export async function runSession(
   server: ServerHandle,
   loader: LoadClient,
   config: Config,
   target: string,
   round: number,
+  logDir: string,
 ): Promise<SessionResult> {
   const warnings = await checkRoutes(server.origin);
   const idleRssMb = await idleRss(server);
@@ -79,13 +103,19 @@ export async function runSession(
   // One warm-up per server start, all routes mixed, so every handler is JIT-compiled
   // before any measured window without paying a warm-up per scenario.
   const scenarios = scenariosFor(config);
-  await loader.run({ ...base, requests: scenarios, durationSec: config.warmupSec, measureCpu: false });
+  const warmup = await loader.run({ ...base, requests: scenarios, durationSec: config.warmupSec, measureCpu: false });
+  const responses: Responses = { answered: CONTROL_REQUESTS + warmup.requests, sent: CONTROL_REQUESTS + warmup.sent };
   const records: RunRecord[] = [];
   for (const scenario of scenarios) {
     if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
     const result = await loader.run({ ...base, requests: [scenario], durationSec: config.durationSec, measureCpu: true });
     const reqPerCpuSec = result.cpuSec !== null && result.cpuSec > 0 ? result.requests / result.cpuSec : null;
     records.push({ ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null });
+    // The two CPU probes (GET /__cpu) around the window are responses too.
+    responses.answered += result.requests + 2;
+    responses.sent += result.sent + 2;
   }
-  return { records, idleRssMb, warnings };
+  const work = workOf(target);
+  const counts: Counts = { ...(await countLive(server.origin, work)), logLines: work.log ? await settledLogLines(logDir) : null };
+  return { records, idleRssMb, warnings, responses, counts };
 }

@@ -72,6 +72,8 @@ export interface TargetInfo {
   rssSamplesMb: number[];
   skipped: string | null;
   warnings: string[];
+  /** Per round, what the server emitted against its responses (load-tests/lib/work.ts), once they matched. */
+  workCounts: string[];
 }
 
 export interface MachineInfo {

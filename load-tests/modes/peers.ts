@@ -14,6 +14,7 @@ import { coldStart, startServer, type LaunchSpec } from "../lib/server.js";
 import { measureIdleRss, runSession } from "../lib/session.js";
 import { fillRatios, median, roundOrder, summarise } from "../lib/stats.js";
 import type { RunRecord, TargetInfo } from "../lib/types.js";
+import { checkCounts, describeCounts } from "../lib/work.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, "../..");
@@ -131,7 +132,7 @@ async function main(): Promise<void> {
       {
         target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], bundledColdStartMs: null, bundledColdStartsMs: [],
         bundledIdleRssMb: null, bundledRssSamplesMb: [],
-        rssSamplesMb: [], skipped: null, warnings: [],
+        rssSamplesMb: [], skipped: null, warnings: [], workCounts: [],
       },
     ]),
   );
@@ -159,7 +160,15 @@ async function main(): Promise<void> {
         continue;
       }
       try {
-        const session = await runSession(server, loader, config, target, round);
+        const session = await runSession(server, loader, config, target, round, logDir);
+        const unequal = checkCounts(target, session.counts, session.responses);
+        if (unequal !== null) {
+          loud(`round ${round}: ${unequal}: this round's rows are left out`);
+          info.warnings.push(`round ${round}: unequal work`);
+          continue;
+        }
+        const counted = describeCounts(session.counts, session.responses);
+        if (counted !== null) info.workCounts.push(counted);
         records.push(...session.records);
         if (session.idleRssMb !== null) info.rssSamplesMb.push(session.idleRssMb);
         for (const warning of session.warnings) {

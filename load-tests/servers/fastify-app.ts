@@ -2,8 +2,8 @@
 import Fastify, { type FastifyServerOptions } from "fastify";
 import { announceReady, book, createdBook, HOST, newBookJsonSchema, port, type NewBook } from "./common.js";
 
-export async function startFastify(logger: FastifyServerOptions["logger"]): Promise<void> {
-  const app = Fastify({ logger });
+export async function startFastify(options: Pick<FastifyServerOptions, "logger" | "logController">): Promise<void> {
+  const app = Fastify(options);
   // reply.send from sync handlers: fastify's cheapest path (no promise per request).
   app.get("/hello", (_req, reply) => reply.send({ hello: "world" }));
   app.get<{ Params: { id: string } }>("/books/:id", (req, reply) => reply.send(book(req.params.id)));

@@ -1,5 +1,5 @@
 // fastify-full with the OpenTelemetry SDK registered: the same spans, now recorded and exported.
-import "./otel-sdk.js";
+import { exportedSpans } from "./otel-sdk.js";
 import { startFastifyFull } from "./fastify-full-app.js";
 
-await startFastifyFull();
+await startFastifyFull(exportedSpans);

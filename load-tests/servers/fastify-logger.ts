@@ -1,5 +1,7 @@
-// fastify with its default pino request logging on, to a file: the realistic production setup.
+// fastify with pino request logging to a file at keelson's work (one line per request): the logging
+// cost alone, against the plain fastify target.
 import { logFile } from "./common.js";
 import { startFastify } from "./fastify-app.js";
+import { oneLinePerRequest } from "./fastify-log.js";
 
-await startFastify({ level: "info", file: logFile("fastify") });
+await startFastify(oneLinePerRequest(logFile("fastify")));

@@ -1,4 +1,4 @@
 // fastify with its logger off: its best case.
 import { startFastify } from "./fastify-app.js";
 
-await startFastify(false);
+await startFastify({ logger: false });

@@ -3,7 +3,7 @@
 // keelson writes), hono/cors (any origin, as keelson's default), @hono/prometheus (prom-client
 // request histogram and GET /metrics, plus prom-client's default metrics), @hono/otel (a server
 // span per request through the OpenTelemetry API) and zod body validation (keelson validates with
-// zod too). `hono-full-otel` registers the SDK first.
+// zod too). `hono-full-otel` registers the SDK first and serves GET /__spans.
 import * as fs from "node:fs";
 import { serve } from "@hono/node-server";
 import { httpInstrumentationMiddleware } from "@hono/otel";
@@ -16,7 +16,7 @@ import { announceReady, book, createdBook, HOST, logFile, port } from "./common.
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
 
-export function startHonoFull(): void {
+export function startHonoFull(spans?: () => Promise<Record<string, number>>): void {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const { printMetrics, registerMetrics } = prometheus({ registry });
@@ -39,6 +39,7 @@ export function startHonoFull(): void {
     return c.json(createdBook(parsed.data), 201);
   });
   app.get("/__cpu", (c) => c.json(process.cpuUsage()));
+  if (spans !== undefined) app.get("/__spans", async (c) => c.json(await spans()));
   const listenPort = port();
   serve({ fetch: app.fetch, port: listenPort, hostname: HOST }, () => announceReady(listenPort));
 }

@@ -1,5 +1,5 @@
 // hono-full with the OpenTelemetry SDK registered: the same spans, now recorded and exported.
-import "./otel-sdk.js";
+import { exportedSpans } from "./otel-sdk.js";
 import { startHonoFull } from "./hono-full-app.js";
 
-startHonoFull();
+startHonoFull(exportedSpans);

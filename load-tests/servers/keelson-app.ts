@@ -13,14 +13,16 @@ const Book = z.object({ id: z.string(), title: z.string(), author: z.string() })
  * The full stack a production keelson service runs: JSON request logs to a file (like
  * fastify-logger), CORS (on by default), the error handler, the Prometheus collector with its
  * default process metrics and GET /metrics, and the OpenTelemetry tracer adapter. The adapter
- * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK).
+ * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK and
+ * passes `spans`, served at GET /__spans).
  */
-export function buildApp(options: { responseSchemas?: boolean } = {}): App {
+export function buildApp(options: { responseSchemas?: boolean; spans?: () => Promise<Record<string, number>> } = {}): App {
   // With response schemas (keelson-schemas), the bodies of GET /books/:id and POST /books are written by them.
   const books = options.responseSchemas === true ? { 200: Book, 201: Book } : undefined;
   const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
   const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
-  app.use(createPrometheus());
+  // /metrics on the service's port, as the peers serve it, so the bench can count the histogram's samples.
+  app.use(createPrometheus({ serveOnAppPort: true }));
   app.setTracer(createOtelTracer());
   app.registerController({
     routes: () => [
@@ -28,6 +30,7 @@ export function buildApp(options: { responseSchemas?: boolean } = {}): App {
       get("/books/:id", { responses: books }, (ctx) => book(ctx.params.id)),
       post("/books", { body: BookSchema, responses: books }, (ctx) => created(createdBook(ctx.body))),
       get("/__cpu", () => process.cpuUsage()),
+      ...(options.spans === undefined ? [] : [get("/__spans", options.spans)]),
     ],
   });
   return app;

@@ -1,7 +1,7 @@
 // keelson with the OpenTelemetry SDK registered and a span per request, exported to
 // nowhere: measures the tracing overhead itself, not a collector's.
-import "./otel-sdk.js";
+import { exportedSpans } from "./otel-sdk.js";
 import { buildApp, startApp } from "./keelson-app.js";
 
 // buildApp()'s createOtelTracer() follows the global provider: registered above, so every request gets a span.
-await startApp(buildApp());
+await startApp(buildApp({ spans: exportedSpans }));

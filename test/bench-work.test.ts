@@ -1,0 +1,64 @@
+// The bench's equal-work check (load-tests/lib/work.ts): what it counts and what it refuses.
+import * as fs from "node:fs";
+import * as os from "node:os";
+import * as path from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { benchSpans, checkCounts, countLogLines, describeCounts, histogramSamples } from "../load-tests/lib/work.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+describe("counting what a bench target emitted", () => {
+  it("counts request lines on the bench paths only, whatever the framework's fields", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-work-"));
+    dirs.push(dir);
+    const lines = [
+      { message: "bench listening on http://127.0.0.1:1/" },
+      { method: "GET", path: "/hello", status: 200 },
+      { level: 30, reqId: "req-1", method: "GET", path: "/books/42", status: 200, msg: "request completed" },
+      { method: "POST", path: "/books", status: 201 },
+      { method: "GET", path: "/__cpu", status: 200 },
+      { method: "GET", path: "/metrics", status: 200 },
+      { level: 30, msg: "incoming request", req: { url: "/hello" } },
+    ];
+    fs.writeFileSync(path.join(dir, "a.log"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\nnot json\n`);
+    expect(countLogLines(dir)).toBe(4);
+  });
+
+  it("sums the request histogram's _count on the bench routes, under keelson's and the peers' label names", () => {
+    const exposition = [
+      "# TYPE http_request_duration_seconds histogram",
+      'http_request_duration_seconds_bucket{le="0.005",http_request_method="GET",http_route="/hello",http_response_status_code="200"} 5',
+      'http_request_duration_seconds_count{http_request_method="GET",http_route="/hello",http_response_status_code="200"} 7',
+      'http_request_duration_seconds_count{method="GET",route="/books/:id",status_code="200"} 3',
+      'http_request_duration_seconds_count{method="GET",route="/metrics",status_code="200"} 2',
+      'http_request_duration_seconds_count{method="POST",status="201",ok="true",route="/books"} 4',
+      'http_request_duration_seconds_sum{method="POST",route="/books"} 0.5',
+    ].join("\n");
+    expect(histogramSamples(exposition)).toBe(14);
+  });
+
+  it("counts spans by route or by a name that ends in the route", () => {
+    expect(benchSpans({ "/hello": 3, "GET /books/:id": 2, "/metrics": 1, "GET /__spans": 1, request: 9 })).toBe(5);
+  });
+
+  it("accepts counts within the responses and refuses two lines or a span per hook per response", () => {
+    const responses = { answered: 1_000, sent: 1_200 };
+    expect(checkCounts("t", { logLines: 1_000, histogramSamples: 1_100, spans: 1_200 }, responses)).toBeNull();
+    expect(checkCounts("t", { logLines: null, histogramSamples: null, spans: null }, responses)).toBeNull();
+    expect(checkCounts("fastify", { logLines: 2_000, histogramSamples: 1_000, spans: null }, responses)).toBe(
+      "fastify: unequal work: 2000 log lines for 1000..1200 responses",
+    );
+    expect(checkCounts("otel", { logLines: 1_000, histogramSamples: 1_000, spans: 5_000 }, responses)).toMatch(/5000 spans/);
+    expect(checkCounts("lossy", { logLines: 900, histogramSamples: 1_000, spans: null }, responses)).toMatch(/900 log lines/);
+  });
+
+  it("describes only what a target emits", () => {
+    expect(describeCounts({ logLines: null, histogramSamples: null, spans: null }, { answered: 1, sent: 2 })).toBeNull();
+    expect(describeCounts({ logLines: 5, histogramSamples: 5, spans: null }, { answered: 5, sent: 6 })).toBe(
+      "5 log lines, 5 histogram samples for 5..6 responses",
+    );
+  });
+});
