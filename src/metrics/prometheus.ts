@@ -12,6 +12,7 @@ import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
+import { uploadStorageFailures } from "../http/upload-folders.js";
 import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
@@ -111,6 +112,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
       for (const name of MISNAMED_DEFAULT_GAUGES) created.removeSingleMetric(`${prefix}${name}`);
       // A process metric like prom-client's: left out with them.
       registerLogDrops(client, created, prefix);
+      registerUploadStorageErrors(client, created, prefix);
     }
     return (registry = created);
   };
@@ -233,6 +235,20 @@ function registerLogDrops(client: PromClient, registry: Registry, prefix: string
     collect() {
       this.reset();
       this.inc(droppedLogLines());
+    },
+  });
+}
+
+/** `keelson_upload_storage_errors_total`: uploads answered 507 because the temporary folder failed a write. */
+function registerUploadStorageErrors(client: PromClient, registry: Registry, prefix: string): Counter {
+  return new client.Counter({
+    name: `${prefix}keelson_upload_storage_errors_total`,
+    help: "Form uploads answered 507 because the temporary folder failed a write (full disk, quota, I/O error, permissions).",
+    registers: [registry],
+    // Counted in http/ (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(uploadStorageFailures());
     },
   });
 }
