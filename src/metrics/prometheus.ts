@@ -13,6 +13,7 @@ import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histog
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
 import { uploadStorageFailures } from "../http/upload-folders.js";
+import { BREAKER_STATES, breakerStates } from "../breaker-states.js";
 import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
@@ -113,6 +114,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
       // A process metric like prom-client's: left out with them.
       registerLogDrops(client, created, prefix);
       registerUploadStorageErrors(client, created, prefix);
+      registerBreakerStates(client, created, prefix);
     }
     return (registry = created);
   };
@@ -249,6 +251,24 @@ function registerUploadStorageErrors(client: PromClient, registry: Registry, pre
     collect() {
       this.reset();
       this.inc(uploadStorageFailures());
+    },
+  });
+}
+
+/**
+ * `keelson_rate_limit_breaker_state{limiter,state}`: 1 for the state each rate-limit store's circuit
+ * breaker is in (`closed`, `open`, `half_open`), 0 for the others. A gauge: per worker under the supervisor.
+ */
+function registerBreakerStates(client: PromClient, registry: Registry, prefix: string): Gauge {
+  return new client.Gauge({
+    name: `${prefix}keelson_rate_limit_breaker_state`,
+    help: "The state of each rate-limit store's circuit breaker: 1 for the current state (closed, open, half_open), 0 for the others.",
+    labelNames: ["limiter", "state"], registers: [registry],
+    collect() {
+      this.reset();
+      for (const [limiter, current] of breakerStates()) {
+        for (const state of BREAKER_STATES) this.set({ limiter, state }, state === current ? 1 : 0);
+      }
     },
   });
 }
