@@ -10,6 +10,7 @@ import {
 import { createCors } from "./http/cors.js";
 import { joinPath } from "./http/path.js";
 import { compileRoute } from "./http/handler.js";
+import { sweepUploadFolders } from "./http/upload-folders.js";
 import { setResponseHeader } from "./http/headers.js";
 import { RequestPipeline } from "./http/pipeline.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
@@ -312,6 +313,7 @@ export class App implements Router {
       if (!this.#lifecycle.shutdownStarted) {
         const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
+        this.#sweepUploads();
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
         // Under the supervisor: report ready, heartbeat, and drain by itself if the primary dies.
         if (!this.#lifecycle.shutdownStarted) {
@@ -334,6 +336,13 @@ export class App implements Router {
       releaseSignals();
       this.#shedder?.stop();
     }
+  }
+
+  /** Upload folders of processes killed before they could remove them; off the start's path. */
+  #sweepUploads(): void {
+    void sweepUploadFolders().then(({ removed, parents }) => {
+      if (removed > 0) this.logger.info("removed %d upload folder(s) left by exited processes in %s", removed, parents.join(", "));
+    }, (error: unknown) => this.logger.warn("sweeping upload folders failed: %s", String(error)));
   }
 
   /** A scheduler that fails to start fails `listen()`: the listener, already open, is shut down first. */

@@ -23,6 +23,7 @@ export const ERROR_CODES = {
   RATE_LIMITED: { status: 429, message: "Rate limit exceeded: retry after the time in Retry-After" },
   INTERNAL_ERROR: { status: 500, message: "Internal server error" },
   SERVICE_UNAVAILABLE: { status: 503, message: "Service unavailable" },
+  UPLOAD_STORAGE_FAILED: { status: 507, message: "The server could not store the upload" },
 } as const satisfies Record<string, ErrorCodeInfo>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -186,7 +186,8 @@ describe("jwtAuth with public keys", () => {
       expect((await retired.json() as { message: string }).message).toBe("no key matches the token");
 
       const app2 = new App({ port: 0 });
-      app2.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { cooldownDuration: 0 } })));
+      // failureBackoff 0: the failure is not remembered, so the next request fetches again.
+      app2.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { cooldownDuration: 0, failureBackoff: 0 } })));
       down = true;
       const unavailable = await app2.request("/me", { headers: bearer(tokenB) });
       expect(unavailable.status).toBe(503);
@@ -194,6 +195,72 @@ describe("jwtAuth with public keys", () => {
       down = false;
       expect((await app2.request("/me", { headers: bearer(tokenB) })).status).toBe(200);
     });
+  });
+});
+
+describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
+  let mode: "junk" | "fail" | "ok" = "junk";
+  let connections = 0;
+  let junkSent = 0;
+  let keys: JWK[] = [];
+  const pair = generateKeyPairSync("ec", { namedCurve: "P-256" });
+  let server: Server;
+  let url = "";
+  beforeAll(async () => {
+    keys = [{ ...await exportJWK(pair.publicKey), kid: "k", alg: "ES256", use: "sig" }];
+    server = createServer((req, res) => {
+      connections++;
+      if (mode === "fail") return void res.writeHead(500).end();
+      if (mode === "ok") return void res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys }));
+      // Junk without end, as fast as the reader takes it: only the reader's limit stops it.
+      res.writeHead(200, { "content-type": "application/json" });
+      const chunk = Buffer.alloc(64 * 1024, 0x20);
+      const pump = () => {
+        while (!res.destroyed && res.write(chunk)) junkSent += chunk.length;
+      };
+      res.on("drain", pump);
+      pump();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks`;
+  });
+  afterAll(() => new Promise<void>((resolve) => {
+    server.closeAllConnections();
+    server.close(() => resolve());
+  }));
+
+  it("stops reading a JWKS response past jwks.maxBytes: 503 long before the fetch timeout, and no fetch again at once", async () => {
+    mode = "junk";
+    connections = 0;
+    const app = new App({ port: 0 });
+    app.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { maxBytes: 64 * 1024, timeoutDuration: 10_000, failureBackoff: 60_000 } })));
+    const token = await signWith(pair.privateKey, "ES256", { sub: "ada" }, "k");
+    const started = performance.now();
+    const first = await app.request("/me", { headers: bearer(token) });
+    expect(first.status).toBe(503);
+    // Without the limit the junk is read until the 10 s timeout.
+    expect(performance.now() - started).toBeLessThan(5000);
+    // What the server got out before the reader hung up: the limit plus the sockets' buffers, not the stream.
+    expect(junkSent).toBeLessThan(32 * 1024 * 1024);
+    for (let i = 0; i < 5; i++) expect((await app.request("/me", { headers: bearer(token) })).status).toBe(503);
+    expect(connections).toBe(1);
+  });
+
+  it("remembers a failed fetch for jwks.failureBackoff, then fetches again and recovers", async () => {
+    mode = "fail";
+    connections = 0;
+    const app = new App({ port: 0 });
+    app.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { failureBackoff: 300 } })));
+    const token = await signWith(pair.privateKey, "ES256", { sub: "ada" }, "k");
+    const statuses = [];
+    for (let i = 0; i < 10; i++) statuses.push((await app.request("/me", { headers: bearer(token) })).status);
+    expect(statuses).toEqual(Array(10).fill(503));
+    expect(connections).toBe(1);
+    mode = "ok";
+    // Letting the backoff pass on purpose: nothing to wait for but time.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect((await app.request("/me", { headers: bearer(token) })).status).toBe(200);
+    expect(connections).toBe(2);
   });
 });
 
@@ -315,6 +382,9 @@ describe("auth options are checked at construction, naming the option", () => {
     [() => jwtAuth({ jwksUrl: "/relative" }), /jwksUrl must be an absolute URL/],
     [() => jwtAuth({ jwksUrl: "ftp://x.test/jwks" }), /jwksUrl must be http\(s\)/],
     [() => jwtAuth({ jwksUrl: "https://x.test/jwks", jwks: { cooldownDuration: Number.NaN } }), /jwks.cooldownDuration must be a finite number/],
+    [() => jwtAuth({ jwksUrl: "https://x.test/jwks", jwks: { maxBytes: 0 } }), /jwks.maxBytes must be an integer number of bytes >= 1, got 0/],
+    [() => jwtAuth({ jwksUrl: "https://x.test/jwks", jwks: { maxBytes: Number.POSITIVE_INFINITY } }), /jwks.maxBytes must be .* got Infinity/],
+    [() => jwtAuth({ jwksUrl: "https://x.test/jwks", jwks: { failureBackoff: -1 } }), /jwks.failureBackoff must be a finite number of ms >= 0, got -1/],
     [() => jwtAuth({ secret: SECRET, algorithms: ["RS256"] }), /algorithms must be a non-empty subset of HS256, HS384, HS512/],
     [() => jwtAuth({ secret: SECRET, algorithms: ["none"] }), /algorithms must be/],
     [() => jwtAuth({ secret: SECRET, algorithms: [] }), /algorithms must be/],

@@ -3,7 +3,7 @@
  * body schema, their limits, and the temporary files they leave behind (none), through
  * `app.request()` and a real socket; a client that disconnects mid-upload over a raw socket.
  */
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, watch } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -12,6 +12,7 @@ import { z } from "zod";
 import { App, post, put } from "../src/index.js";
 import { describeBoth } from "./helpers/both.js";
 import { listenOn } from "./helpers/listen.js";
+import { sendRaw } from "./helpers/raw-http.js";
 
 const uploads = mkdtempSync(join(tmpdir(), "keelson-forms-test-"));
 afterAll(() => rmSync(uploads, { recursive: true, force: true }));
@@ -126,28 +127,6 @@ describeBoth(
   },
 );
 
-/** Writes one raw request and resolves with the status line's code and the body once the server answers. */
-function sendRaw(port: number, head: string, body: Buffer | string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => {
-      socket.write(head);
-      socket.write(body, () => {});
-    });
-    let text = "";
-    socket.setEncoding("utf8");
-    socket.on("data", (chunk: string) => {
-      text += chunk;
-      const end = text.indexOf("\r\n\r\n");
-      const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? NaN);
-      if (end >= 0 && text.length >= end + 4 + length) {
-        socket.destroy();
-        resolve({ status: Number(text.slice(9, 12)), body: text.slice(end + 4, end + 4 + length) });
-      }
-    });
-    socket.on("error", reject);
-  });
-}
-
 describe("form bodies on a real socket", () => {
   it("answers 413 by Content-Length and by what arrives while streaming, without a file left behind", async () => {
     const app = new App({ port: 0 });
@@ -200,6 +179,28 @@ describe("form bodies on a real socket", () => {
       expect(leftovers()).toEqual([]);
     } finally {
       await server.stop();
+    }
+  });
+});
+
+describe("form routes with async params and query schemas", () => {
+  it("a query schema that rejects before the form is read still leaves no file behind", async () => {
+    const app = new App({ port: 0 });
+    const query = z.object({ q: z.string().refine(async () => false, "refused") });
+    app.route(post("/upload", { query, body: z.object({ file: z.file() }), bodyType: "form", formLimits: { tmpDir: uploads } }, () => ({})));
+    const form = new FormData();
+    form.append("file", new File([new Uint8Array(512 * 1024)], "a.bin"));
+    // The answer comes before the form has been read: the folder appears after it, so the test
+    // watches for it rather than finding the folder not there yet.
+    const created = new Set<string>();
+    const watcher = watch(uploads, (_, name) => name !== null && created.add(name));
+    try {
+      const res = await app.request("/upload?q=x", { method: "POST", body: form });
+      expect(res.status).toBe(422);
+      await expect.poll(() => created.size, { timeout: 10_000 }).toBeGreaterThan(0);
+      await expect.poll(() => leftovers(), { timeout: 10_000 }).toEqual([]);
+    } finally {
+      watcher.close();
     }
   });
 });

@@ -2,7 +2,7 @@
 // same store contract as the SQL stores, two real services sharing one limit, and the limiter's
 // store timeout and onStoreError rules with Redis paused (SIGSTOP) and gone.
 import { fileURLToPath } from "node:url";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { App, get, rateLimit } from "../src/index.js";
 import { createRedisRateLimitStore, openRedis, defineRedisScript, type RedisConnection } from "../src/redis/index.js";
 import { freePort, killAllChildren } from "../harness/child.js";
@@ -96,6 +96,41 @@ describe("Redis paused or gone: the limiter's storeTimeoutMs and onStoreError", 
     const after = await reject.request("/hit");
     expect(after.status).toBe(200);
     expect(after.headers.get("ratelimit")).toMatch(/;r=\d+;/);
+  });
+
+  it("a hung server behind the circuit breaker: after `failures` timeouts requests no longer wait storeTimeoutMs; a probe closes it once the server is back", async () => {
+    const errors = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const app = new App({ port: 0 });
+      const store = createRedisRateLimitStore(connect(), { prefix: `test${++prefixes}:` });
+      app.group("/", rateLimit({ limit: 1000, windowMs: 60_000, batch: 1, storeTimeoutMs: 300, store, breaker: { failures: 3, resetMs: 1000 } }))
+        .route(get("/hit", () => ({ ok: true })));
+      expect((await app.request("/hit")).headers.get("ratelimit")).toMatch(/;r=\d+;/);
+      redis.server.kill("SIGSTOP");
+      try {
+        for (let i = 0; i < 3; i++) expect((await app.request("/hit")).status).toBe(200);
+        const started = performance.now();
+        for (let i = 0; i < 20; i++) expect((await app.request("/hit")).status).toBe(200);
+        // Without the breaker each of these waits the 300 ms timeout: 6 s.
+        expect(performance.now() - started).toBeLessThan(1500);
+      } finally {
+        redis.server.kill("SIGCONT");
+      }
+      const logged = (what: string) => errors.mock.calls.some(([line]) => String(line).includes(what));
+      expect(logged("circuit open")).toBe(true);
+      // Back: once the reset has passed a probe gets an answer, the circuit closes, the store counts again.
+      const deadline = performance.now() + 10_000;
+      while (!logged("circuit closed") && performance.now() < deadline) {
+        await app.request("/hit");
+        // Letting the reset time pass on purpose between requests.
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(logged("circuit closed")).toBe(true);
+      const answered = await app.request("/hit");
+      expect(answered.headers.get("ratelimit")).toMatch(/;r=\d+;/);
+    } finally {
+      errors.mockRestore();
+    }
   });
 
   it("no server at all: commands fail at once (no offline queue), so the limiter decides at once", async () => {

@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import type { Middleware } from "h3";
-import { createRemoteJWKSet, errors, jwtVerify, type JWK, type JWTPayload, type JWTVerifyGetKey } from "jose";
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type FetchImplementation, type JWK, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
@@ -17,8 +17,14 @@ export interface JwtAuthOptions {
   publicKey?: string | JWK | KeyObject;
   /** The issuer's JWKS document: fetched on first use, cached, refetched when a token names an unknown `kid`. */
   jwksUrl?: string | URL;
-  /** How the JWKS is fetched and cached (jose's `createRemoteJWKSet` options, in ms). */
-  jwks?: { cacheMaxAge?: number; cooldownDuration?: number; timeoutDuration?: number };
+  /**
+   * How the JWKS is fetched and cached: jose's `createRemoteJWKSet` options in ms (`cacheMaxAge`,
+   * `cooldownDuration`, `timeoutDuration`), plus keelson's `maxBytes`, the largest JWKS response read
+   * (default 256 KiB; a bigger one is a failed fetch), and `failureBackoff`, how long a failed fetch
+   * is remembered before the next try, ms (default 1000, doubling with each failure in a row up to
+   * a minute; 0 tries again on the next request).
+   */
+  jwks?: { cacheMaxAge?: number; cooldownDuration?: number; timeoutDuration?: number; maxBytes?: number; failureBackoff?: number };
   /**
    * Accepted `alg` values. Default: HS256/384/512 with `secret`; every RSA, RSA-PSS, ECDSA and EdDSA
    * algorithm with `publicKey` or `jwksUrl` (the key's type narrows it further). `none` is never accepted.
@@ -43,6 +49,10 @@ export interface JwtAuthOptions {
    */
   cache?: false | JwtCacheOptions;
 }
+
+const DEFAULT_JWKS_MAX_BYTES = 256 * 1024;
+const DEFAULT_FAILURE_BACKOFF_MS = 1000;
+const MAX_FAILURE_BACKOFF_MS = 60_000;
 
 const HMAC = ["HS256", "HS384", "HS512"];
 const ASYMMETRIC = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA", "Ed25519"];
@@ -84,12 +94,17 @@ function keyOf(options: JwtAuthOptions, keysChanged: () => void): { key: Uint8Ar
     throw new TypeError(`jwtAuth: jwksUrl must be an absolute URL, got ${JSON.stringify(String(options.jwksUrl))}`, { cause: error });
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") throw new TypeError(`jwtAuth: jwksUrl must be http(s), got ${url.protocol}`);
-  for (const [name, value] of Object.entries(options.jwks ?? {})) {
+  const { maxBytes = DEFAULT_JWKS_MAX_BYTES, failureBackoff = DEFAULT_FAILURE_BACKOFF_MS, ...joseOptions } = options.jwks ?? {};
+  for (const [name, value] of Object.entries(joseOptions)) {
     if (value !== undefined && (typeof value !== "number" || !Number.isFinite(value) || value < 0)) {
       throw new TypeError(`jwtAuth: jwks.${name} must be a finite number of ms >= 0, got ${String(value)}`);
     }
   }
-  const remote = createRemoteJWKSet(url, options.jwks);
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new TypeError(`jwtAuth: jwks.maxBytes must be an integer number of bytes >= 1, got ${String(maxBytes)}`);
+  if (typeof failureBackoff !== "number" || !Number.isFinite(failureBackoff) || failureBackoff < 0) {
+    throw new TypeError(`jwtAuth: jwks.failureBackoff must be a finite number of ms >= 0, got ${String(failureBackoff)}`);
+  }
+  const remote = createRemoteJWKSet(url, { ...joseOptions, [customFetch]: boundedFetch(maxBytes, failureBackoff) });
   let seen: string | undefined;
   const fromJwks: JWTVerifyGetKey = async (header, token) => {
     try {
@@ -108,6 +123,63 @@ function keyOf(options: JwtAuthOptions, keysChanged: () => void): { key: Uint8Ar
   return { key: fromJwks, algorithms: ASYMMETRIC };
 }
 
+/**
+ * The JWKS fetch jose makes, bounded: a response over `maxBytes` is cut off and is a failure, and
+ * a failure (the network, the timeout, a status other than 200, a body that is not a key set) is
+ * remembered, so a broken issuer is not fetched again on every request that needs the keys: until
+ * the backoff ends such requests fail at once, without a fetch.
+ */
+function boundedFetch(maxBytes: number, backoffMs: number): FetchImplementation {
+  let failures = 0;
+  let retryAt = 0;
+  let last = "";
+  return async (url, init) => {
+    const wait = retryAt - Date.now();
+    if (wait > 0) throw new Error(`the last fetch failed (${last}); not fetched again for ${wait}ms`);
+    try {
+      const response = await fetch(url, init);
+      if (response.status !== 200) {
+        await response.body?.cancel().catch(() => {});
+        throw new Error(`the JWKS answered ${response.status}`);
+      }
+      const text = await readAtMost(response, maxBytes);
+      const parsed = JSON.parse(text) as { keys?: unknown };
+      if (parsed === null || typeof parsed !== "object" || !Array.isArray(parsed.keys)) throw new Error("the JWKS is not a key set ({ keys: [...] })");
+      failures = 0;
+      retryAt = 0;
+      return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
+    } catch (error) {
+      failures++;
+      last = (error as Error)?.message ?? String(error);
+      retryAt = Date.now() + Math.min(Math.max(MAX_FAILURE_BACKOFF_MS, backoffMs), backoffMs * 2 ** (failures - 1));
+      throw error;
+    }
+  };
+}
+
+/** The body as text, refused (and the download stopped) past `maxBytes`. */
+async function readAtMost(response: Response, maxBytes: number): Promise<string> {
+  const tooBig = () => new Error(`the JWKS is larger than jwks.maxBytes (${maxBytes} bytes)`);
+  if (Number(response.headers.get("content-length") ?? 0) > maxBytes) {
+    await response.body?.cancel().catch(() => {});
+    throw tooBig();
+  }
+  const reader = response.body?.getReader();
+  if (reader === undefined) return "";
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => {});
+      throw tooBig();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
 
 function checkAlgorithms(algorithms: unknown, allowed: readonly string[]): string[] {
   if (!Array.isArray(algorithms) || algorithms.length === 0 || algorithms.some((alg) => typeof alg !== "string" || !allowed.includes(alg))) {

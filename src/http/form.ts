@@ -1,5 +1,4 @@
 import { createWriteStream, openAsBlob } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
 import type { IncomingMessage } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,6 +8,7 @@ import type busboy from "busboy";
 import type { H3Event } from "h3";
 import { createError, type KError } from "../errors.js";
 import { bodyIncomplete } from "./body.js";
+import { countStorageFailure, makeUploadFolder, registerUploadParent, removeUploadFolder } from "./upload-folders.js";
 
 /** Limits of a form body (`bodyType: "form"`), per route; the total size is the route's body limit. */
 export interface FormLimits {
@@ -52,6 +52,7 @@ export function resolveFormLimits(route: string, limits: FormLimits | undefined,
   if (given.tmpDir !== undefined && (typeof given.tmpDir !== "string" || given.tmpDir === "")) {
     throw new TypeError(`${route}: formLimits.tmpDir must be a non-empty path, got ${JSON.stringify(given.tmpDir)}`);
   }
+  registerUploadParent(given.tmpDir);
   return {
     total,
     fileSize: Math.min(given.fileSize === undefined ? total : checkCount(route, "fileSize", given.fileSize, 1), total),
@@ -63,6 +64,16 @@ export function resolveFormLimits(route: string, limits: FormLimits | undefined,
 }
 
 const tooLarge = (message: string) => createError("PAYLOAD_TOO_LARGE", message);
+
+/**
+ * The temporary folder failed (a full disk, a quota, an I/O error, a folder it may not write): the
+ * server's fault, never the client's. A 507, logged with the cause and counted.
+ */
+function storageFailed(error: unknown): KError {
+  countStorageFailure();
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  return createError("UPLOAD_STORAGE_FAILED", `The server could not store the upload${code ? ` (${code})` : ""}`, error);
+}
 
 /** A form body that has been read: its value, and the removal of the files it wrote. */
 export interface ReadForm {
@@ -130,7 +141,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
     let received = 0;
     let failed = false;
     const cleanup = async () => {
-      if (folder) await rm(await folder, { recursive: true, force: true }).catch(() => {});
+      if (folder) await folder.then(removeUploadFolder, () => {});
     };
 
     let parser: busboy.Busboy;
@@ -178,20 +189,28 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
         stream.resume();
         return;
       }
-      folder ??= mkdtemp(join(limits.tmpDir ?? tmpdir(), "keelson-upload-"));
+      folder ??= makeUploadFolder(limits.tmpDir ?? tmpdir());
       let truncated = false;
       stream.once("limit", () => {
         truncated = true;
         fail(tooLarge(`File ${name} exceeds the limit of ${limits.fileSize} bytes`));
       });
       const index = entries.length;
-      const path = folder.then((dir) => join(dir, String(index)));
+      // Which side failed decides whose fault it is: the disk's errors are the server's.
+      let diskError: unknown;
+      const onDisk = <T>(step: Promise<T>) => step.catch((error: unknown) => {
+        diskError ??= error;
+        throw error;
+      });
+      const path = onDisk(folder).then((dir) => join(dir, String(index)));
       entries.push({ name, item: path.then(async (file) => {
-        await pipeline(stream, createWriteStream(file));
+        const out = createWriteStream(file);
+        out.once("error", (error) => (diskError ??= error));
+        await pipeline(stream, out);
         if (truncated || failed) return undefined;
-        return new File([await openAsBlob(file)], filename, { type: info.mimeType });
+        return new File([await onDisk(openAsBlob(file))], filename, { type: info.mimeType });
       }).catch((error: unknown) => {
-        if (!failed) fail(bodyIncomplete(error));
+        if (!failed) fail(diskError === undefined ? bodyIncomplete(error) : storageFailed(diskError));
         return undefined;
       }) });
     });

@@ -135,11 +135,18 @@ export function compileRoute(
     return function keelsonFormRoute(event) {
       const params = check("params", paramsSchema, coerceParams, readParams(event));
       const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
-      return Promise.all([params, query, readFormBody(event, limits)]).then(([p, q, form]: [unknown, unknown, ReadForm]) => {
+      const form = readFormBody(event, limits);
+      // A params or query schema that rejects settles this before the form is read: its files
+      // are removed once it is, or they would stay until the process exits.
+      const settled = Promise.all([params, query]).catch((error: unknown) => {
+        form.then((read) => read.cleanup(), () => {});
+        throw error;
+      });
+      return Promise.all([settled, form]).then(([[p, q], read]: [[unknown, unknown], ReadForm]) => {
         // Fields arrive as text: the schema's numbers and booleans are coerced as in a query string.
-        const handled = (async () => run(event, p, q, await check("body", bodySchema, coerceForm, form.value ?? Object.create(null))))();
+        const handled = (async () => run(event, p, q, await check("body", bodySchema, coerceForm, read.value ?? Object.create(null))))();
         // The files live until the handler is done with them, whatever it answered.
-        return handled.finally(form.cleanup);
+        return handled.finally(read.cleanup);
       });
     };
   }

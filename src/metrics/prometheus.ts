@@ -12,6 +12,8 @@ import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
+import { uploadStorageFailures } from "../http/upload-folders.js";
+import { BREAKER_STATES, breakerStates } from "../breaker-states.js";
 import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
@@ -111,6 +113,8 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
       for (const name of MISNAMED_DEFAULT_GAUGES) created.removeSingleMetric(`${prefix}${name}`);
       // A process metric like prom-client's: left out with them.
       registerLogDrops(client, created, prefix);
+      registerUploadStorageErrors(client, created, prefix);
+      registerBreakerStates(client, created, prefix);
     }
     return (registry = created);
   };
@@ -233,6 +237,38 @@ function registerLogDrops(client: PromClient, registry: Registry, prefix: string
     collect() {
       this.reset();
       this.inc(droppedLogLines());
+    },
+  });
+}
+
+/** `keelson_upload_storage_errors_total`: uploads answered 507 because the temporary folder failed a write. */
+function registerUploadStorageErrors(client: PromClient, registry: Registry, prefix: string): Counter {
+  return new client.Counter({
+    name: `${prefix}keelson_upload_storage_errors_total`,
+    help: "Form uploads answered 507 because the temporary folder failed a write (full disk, quota, I/O error, permissions).",
+    registers: [registry],
+    // Counted in http/ (which cannot depend on prom-client): read at each scrape.
+    collect() {
+      this.reset();
+      this.inc(uploadStorageFailures());
+    },
+  });
+}
+
+/**
+ * `keelson_rate_limit_breaker_state{limiter,state}`: 1 for the state each rate-limit store's circuit
+ * breaker is in (`closed`, `open`, `half_open`), 0 for the others. A gauge: per worker under the supervisor.
+ */
+function registerBreakerStates(client: PromClient, registry: Registry, prefix: string): Gauge {
+  return new client.Gauge({
+    name: `${prefix}keelson_rate_limit_breaker_state`,
+    help: "The state of each rate-limit store's circuit breaker: 1 for the current state (closed, open, half_open), 0 for the others.",
+    labelNames: ["limiter", "state"], registers: [registry],
+    collect() {
+      this.reset();
+      for (const [limiter, current] of breakerStates()) {
+        for (const state of BREAKER_STATES) this.set({ limiter, state }, state === current ? 1 : 0);
+      }
     },
   });
 }

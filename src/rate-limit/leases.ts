@@ -1,3 +1,4 @@
+import type { StoreBreaker } from "./breaker.js";
 import { MemoryRateLimitStore, windowOf, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitTake } from "./window.js";
 
 /** A store as the leases see it (the public `RateLimitStore`). */
@@ -14,6 +15,8 @@ export interface Verdict {
   /** When refused: milliseconds until a unit may be available. */
   retryMs: number;
 }
+
+const CIRCUIT_OPEN = "the rate-limit store keeps failing: circuit open, not asked";
 
 interface Lease {
   window: number;
@@ -36,6 +39,8 @@ export interface LeasePolicy {
   clock: () => number;
   /** The store's answer is awaited this long at most; then the take rejects. */
   timeoutMs: number;
+  /** Fails takes at once while the store keeps failing; undefined: always ask. */
+  breaker?: StoreBreaker;
 }
 
 /**
@@ -85,6 +90,8 @@ export class Leases {
       const verdict = this.tryTake(key);
       if (verdict !== undefined) return verdict;
       const lease = this.#current(key);
+      // While the store is being probed, the key's other requests do not wait for the probe.
+      if (lease.refill !== undefined && this.#policy.breaker !== undefined && this.#policy.breaker.state !== "closed") throw new Error(CIRCUIT_OPEN);
       lease.refill ??= this.#refill(key, lease).finally(() => (lease.refill = undefined));
       await lease.refill;
     }
@@ -110,15 +117,19 @@ export class Leases {
 
   async #refill(key: string, lease: Lease): Promise<void> {
     const now = this.#policy.clock();
+    const { breaker } = this.#policy;
+    if (breaker !== undefined && !breaker.allow()) throw new Error(CIRCUIT_OPEN);
     const taking = this.#store.take(this.#takeOf(key, now));
     let grant: RateLimitGrant;
     try {
       grant = await withTimeout(taking, this.#policy.timeoutMs);
     } catch (error) {
+      breaker?.failed();
       // Units the store grants after the wait are counted as used there: spend them, do not lose them.
       taking.then((late) => void (lease.left += late.granted), () => {});
       throw error;
     }
+    breaker?.succeeded();
     this.#apply(lease, grant, now);
   }
 

@@ -1,4 +1,5 @@
 import type { H3Event } from "h3";
+import type { BreakerPolicy } from "./breaker.js";
 import type { Verdict } from "./leases.js";
 import type { RateLimitAlgorithm, RateLimitStore } from "./window.js";
 import { DEFAULT_IPV6_SUBNET, addressKey } from "./address.js";
@@ -43,6 +44,13 @@ export interface RateLimitOptions {
   storeTimeoutMs?: number;
   /** A store that fails or is late: `"allow"` (default) serves the request, `"reject"` answers 503. */
   onStoreError?: "allow" | "reject";
+  /**
+   * The store's circuit breaker: after `failures` (default 5) failed or late answers in a row, the
+   * store is not asked for `resetMs` (default 5000) and requests that need it get `onStoreError`'s
+   * answer at once instead of waiting `storeTimeoutMs`; then one request probes it. `false` asks the
+   * store on every request whatever it did before.
+   */
+  breaker?: false | { failures?: number; resetMs?: number };
   /** Also limit `GET /health` (default false: a liveness probe must never be refused). */
   limitHealth?: boolean;
   /** The time, ms since the epoch (default `Date.now`); for tests. */
@@ -65,7 +73,9 @@ function windowLabel(ms: number): string {
 }
 
 /** Misuse is refused when the middleware is made, with what to write instead. */
-export function validateRateLimitOptions(options: RateLimitOptions): { name: string; algorithm: RateLimitAlgorithm; batch: number; trustedProxies: number; ipv6Subnet: number | false } {
+export function validateRateLimitOptions(options: RateLimitOptions): {
+  name: string; algorithm: RateLimitAlgorithm; batch: number; trustedProxies: number; ipv6Subnet: number | false; breaker: BreakerPolicy | undefined;
+} {
   if (typeof options !== "object" || options === null) throw new TypeError("rateLimit: pass an options object, e.g. rateLimit({ limit: 100, windowMs: 60_000 })");
   const limit = positiveInteger(options.limit, "limit");
   const windowMs = positiveInteger(options.windowMs, "windowMs");
@@ -90,7 +100,18 @@ export function validateRateLimitOptions(options: RateLimitOptions): { name: str
   if (options.onStoreError !== undefined && options.onStoreError !== "allow" && options.onStoreError !== "reject") {
     throw new TypeError(`rateLimit: onStoreError must be "allow" or "reject", got ${JSON.stringify(options.onStoreError)}`);
   }
-  return { name, algorithm, batch, trustedProxies, ipv6Subnet };
+  return { name, algorithm, batch, trustedProxies, ipv6Subnet, breaker: breakerPolicy(options.breaker) };
+}
+
+function breakerPolicy(given: RateLimitOptions["breaker"]): BreakerPolicy | undefined {
+  if (given === false) return undefined;
+  if (given !== undefined && (typeof given !== "object" || given === null)) {
+    throw new TypeError(`rateLimit: breaker must be false or { failures?, resetMs? }, got ${JSON.stringify(given)}`);
+  }
+  const failures = positiveInteger(given?.failures ?? 5, "breaker.failures");
+  const resetMs = positiveInteger(given?.resetMs ?? 5000, "breaker.resetMs");
+  if (resetMs > MAX_TIMER_MS) throw new TypeError(`rateLimit: breaker.resetMs must be at most ${MAX_TIMER_MS}, got ${resetMs}`);
+  return { failures, resetMs };
 }
 
 /**

@@ -4,6 +4,7 @@ import { createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { setResponseHeader } from "../http/headers.js";
 import { Leases, type Verdict } from "./leases.js";
+import { StoreBreaker } from "./breaker.js";
 import { primaryRateLimitStore } from "./ipc.js";
 import { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, type RateLimitStore, type RateLimitTake } from "./window.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
@@ -22,7 +23,7 @@ export { MemoryRateLimitStore, type RateLimitAlgorithm, type RateLimitGrant, typ
  * app.group("/api", rateLimit({ limit: 100, windowMs: 60_000 })).route(get("/books", list));
  */
 export function rateLimit(options: RateLimitOptions): Middleware {
-  const { name, algorithm, batch, trustedProxies, ipv6Subnet } = validateRateLimitOptions(options);
+  const { name, algorithm, batch, trustedProxies, ipv6Subnet, breaker } = validateRateLimitOptions(options);
   const { limit, windowMs } = options;
   const keyOf = options.key ?? ((event: H3Event) => clientAddress(event, trustedProxies, ipv6Subnet));
   const reject = options.onStoreError === "reject";
@@ -34,7 +35,12 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     // cluster mode) would leave every lease to time out, so its workers count in memory instead.
     const channel = cluster.isWorker && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
     const store = options.store ?? (channel ? primaryRateLimitStore(channel) : new MemoryRateLimitStore());
-    return new Leases(store, { limit, windowMs, algorithm, batch, clock: options.clock ?? Date.now, timeoutMs: options.storeTimeoutMs ?? 1000 });
+    const clock = options.clock ?? Date.now;
+    const log = (line: string) => console.error(`keelson: rate limit ${name}: ${line}`);
+    return new Leases(store, {
+      limit, windowMs, algorithm, batch, clock, timeoutMs: options.storeTimeoutMs ?? 1000,
+      breaker: breaker === undefined ? undefined : new StoreBreaker(name, breaker, clock, log),
+    });
   };
   const answer = (event: H3Event, verdict: Verdict) => {
     if (!verdict.allowed) return errorResponse(createError("RATE_LIMITED"), rateLimitHeaders(name, policy, verdict));
