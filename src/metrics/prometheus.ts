@@ -12,6 +12,7 @@ import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "./request-histogram.js";
 import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
+import { LIMIT_HITS, LIMIT_HITS_HELP, limitHits } from "../limit-hits.js";
 import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
@@ -104,6 +105,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     const created = options.registry ?? new client.Registry();
     // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
     created.registerMetric(histogram as unknown as Metric);
+    registerLimitHits(client, created, prefix);
     if (options.defaultMetrics ?? true) {
       client.collectDefaultMetrics({ register: created, prefix });
       // prom-client also exports these three sums as gauges named like counters, which promtool and
@@ -226,6 +228,17 @@ function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCo
 }
 
 /** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLimitHits(client: PromClient, registry: Registry, prefix: string): Counter {
+  return new client.Counter({
+    name: `${prefix}${LIMIT_HITS}`, help: LIMIT_HITS_HELP, labelNames: ["limit"], registers: [registry],
+    // The counts live outside the metrics package (features count without it): read at each scrape.
+    collect() {
+      this.reset();
+      for (const [limit, count] of limitHits()) this.inc({ limit }, count);
+    },
+  });
+}
+
 function registerLogDrops(client: PromClient, registry: Registry, prefix: string): Counter {
   return new client.Counter({
     name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
