@@ -377,6 +377,23 @@ describe("KEELSON_STREAMS_DATABASE_URL", () => {
   });
 });
 
+describe("keelson_limit_hits_total", () => {
+  it("counts a Last-Event-ID that cannot be placed in the Prometheus exposition", async () => {
+    const prometheus = createPrometheus({ defaultMetrics: false, cluster: false });
+    const { app } = streamApp();
+    app.use(prometheus);
+    const channel = freshChannel();
+    await publish(channel, 1);
+    const response = await app.request(`/events/${channel}`, { headers: { "last-event-id": "garbage" } });
+    const reader = response.body!.getReader();
+    await readUntil(reader, /event: missed/);
+    await reader.cancel();
+    const count = hit("stream_replay_unknown_id");
+    expect(count).toBeGreaterThan(0);
+    expect(await prometheus.readExposition()).toContain(`keelson_limit_hits_total{limit="stream_replay_unknown_id"} ${count}`);
+  });
+});
+
 describe("keelson_open_streams", () => {
   it("counts the open event streams of a route in the Prometheus exposition", async () => {
     const app = new App({ logger: captureLogs().logger, disableHealth: true });

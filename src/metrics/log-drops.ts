@@ -14,10 +14,11 @@ export function logDropsMetric(): MetricData {
   };
 }
 
-/** This process's limit hits (see limit-hits.ts) as a counter sample: the primary's own, added to the workers'. */
-export function limitHitsMetric(): MetricData {
-  return {
+/** This process's limit hits (see limit-hits.ts) as a counter sample, the primary's own added to the workers'; none before the first. */
+export function limitHitsMetric(): MetricData[] {
+  if (limitHits().size === 0) return [];
+  return [{
     name: LIMIT_HITS, help: LIMIT_HITS_HELP, type: "counter", aggregator: "sum",
     values: [...limitHits()].map(([limit, value]) => ({ value, labels: { limit } })),
-  };
+  }];
 }

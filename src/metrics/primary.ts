@@ -82,7 +82,7 @@ export class ClusterMetrics {
         set.add(tracked.last, "additive");
       }
     }
-    set.add([logDropsMetric(), limitHitsMetric()], "additive");
+    set.add([logDropsMetric(), ...limitHitsMetric()], "additive");
     set.add([
       gauge("keelson_worker_up", "1 if the worker in this slot answered the last metrics scrape in time, else 0.", up),
       gauge("keelson_worker_scrape_duration_seconds", "How long the worker in this slot took to send its metrics.", seconds),

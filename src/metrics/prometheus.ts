@@ -105,7 +105,6 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     const created = options.registry ?? new client.Registry();
     // Registry only reads name/type and calls get() and reset(): the fast histogram stands in for prom-client's.
     created.registerMetric(histogram as unknown as Metric);
-    registerLimitHits(client, created, prefix);
     if (options.defaultMetrics ?? true) {
       client.collectDefaultMetrics({ register: created, prefix });
       // prom-client also exports these three sums as gauges named like counters, which promtool and
@@ -118,6 +117,13 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   };
   // A registry passed in belongs to code that has loaded prom-client already: nothing to defer.
   if (options.registry !== undefined) getRegistry();
+  // Like the shed counter: a process that never reached a limit exposes no such metric.
+  let limitCounter: Counter | undefined;
+  const registryForScrape = (): Registry => {
+    const current = getRegistry();
+    if (limitCounter === undefined && limitHits().size > 0) limitCounter = registerLimitHits(loadPromClient(), current, prefix);
+    return current;
+  };
   const collector = withShedCounter(histogram, getRegistry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
@@ -126,7 +132,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   const readLocal = async (): Promise<string> => {
     // Rendered like the cluster exposition (prom-client itself writes NaN as "Nan").
     const set = new MetricSet();
-    set.add(await readSnapshot(getRegistry()), "as-is");
+    set.add(await readSnapshot(registryForScrape()), "as-is");
     return set.render();
   };
   const readExposition = async (): Promise<string> => {
@@ -167,7 +173,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
         );
       }
       if (primary !== undefined) {
-        linkToPrimary(router, primary, getRegistry);
+        linkToPrimary(router, primary, registryForScrape);
         primary.send(metricsHello, { pid: process.pid, timeoutMs });
       } else if (port !== undefined) {
         app.registerScheduler({

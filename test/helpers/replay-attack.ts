@@ -20,12 +20,24 @@ export interface AttackSpec {
   /** Clients resuming from the channel's first id, long fallen out of the buffer. */
   staleClients: number;
   timeoutMs: number;
+  /** How long /health is timed before the attack, for the baseline (default 2 s). */
+  baselineMs?: number;
+}
+
+interface Timings {
+  count: number;
+  failed: number;
+  p50: number;
+  p99: number;
+  max: number;
 }
 
 export interface AttackResult {
   rssBeforeMiB: number;
   rssPeakMiB: number;
-  health: { count: number; failed: number; p50: number; p99: number; max: number };
+  /** GET /health during the attack, and for as long before it, with the channel full and no client: the machine's own noise. */
+  health: Timings;
+  baseline: Timings;
   /** Garbage clients that got exactly one `missed: "unknown"` and no replayed event. */
   garbageClean: number;
   /** Stale clients that got one `missed` count and then only events newer than it, in order. */
@@ -66,6 +78,19 @@ async function until(test: () => boolean, timeoutMs: number): Promise<boolean> {
   return true;
 }
 
+function summarize(timings: { status: number; ms: number }[]): Timings {
+  const ms = timings.filter((t) => t.status === 200).map((t) => t.ms).toSorted((a, b) => a - b);
+  return { count: timings.length, failed: timings.length - ms.length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.at(-1) ?? Number.NaN };
+}
+
+/** GET /health one after another, 20 ms apart, until `state.measuring` is false. */
+async function probe(port: number, state: { measuring: boolean }, timings: { status: number; ms: number }[]): Promise<void> {
+  while (state.measuring) {
+    timings.push(await health(port));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const seqOf = (id: string | undefined) => Number(id?.split("-")[1]);
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 
@@ -77,17 +102,18 @@ export async function replayAttack(spec: AttackSpec): Promise<AttackResult> {
   if (flood.status !== 200) throw new Error(`flood answered ${flood.status}`);
   await flood.arrayBuffer();
   const workersBefore = childPids(primaryPid).toSorted();
+  const quiet: { status: number; ms: number }[] = [];
+  const before = { measuring: true };
+  const baselineProbe = probe(port, before, quiet);
+  await new Promise((resolve) => setTimeout(resolve, spec.baselineMs ?? 2000));
+  before.measuring = false;
+  await baselineProbe;
   const rssBeforeMiB = rssMiB(primaryPid);
   let rssPeakMiB = rssBeforeMiB;
   const timings: { status: number; ms: number }[] = [];
   const state = { measuring: true };
   const sampler = setInterval(() => (rssPeakMiB = Math.max(rssPeakMiB, rssMiB(primaryPid))), 25);
-  const prober = (async () => {
-    while (state.measuring) {
-      timings.push(await health(port));
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  })();
+  const prober = probe(port, state, timings);
   const garbage = Array.from({ length: spec.garbageClients }, () => new SSEClient(port, `/events/${room}`, { reconnect: false, lastId: "garbage" }));
   const stale = Array.from({ length: spec.staleClients }, () => new SSEClient(port, `/events/${room}`, { reconnect: false, lastId: first.id }));
   const clients = [...garbage, ...stale];
@@ -101,10 +127,8 @@ export async function replayAttack(spec: AttackSpec): Promise<AttackResult> {
     await until(() => clients.every((c) => c.events.some((e) => e.id === live.id)), spec.timeoutMs);
     state.measuring = false;
     await prober;
-    const ms = timings.filter((t) => t.status === 200).map((t) => t.ms).toSorted((a, b) => a - b);
     return {
-      rssBeforeMiB, rssPeakMiB,
-      health: { count: timings.length, failed: timings.filter((t) => t.status !== 200).length, p50: percentile(ms, 50), p99: percentile(ms, 99), max: ms.at(-1) ?? Number.NaN },
+      rssBeforeMiB, rssPeakMiB, health: summarize(timings), baseline: summarize(quiet),
       garbageClean: garbage.filter((c) => c.data("missed").length === 1 && c.data("missed")[0]!.includes('"missed":"unknown"')
         && c.events.filter((e) => e.event === "message").every((e) => e.id === live.id)).length,
       staleClean: stale.filter((c) => {
