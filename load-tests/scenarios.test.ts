@@ -13,6 +13,7 @@ import { metricsScrapeScenario } from "./scenarios/metrics-scrape.js";
 import { loadShed } from "./scenarios/load-shed.js";
 import { randomPaths } from "./scenarios/random-paths.js";
 import { reloadBurst } from "./scenarios/reload-burst.js";
+import { replayGarbage } from "./scenarios/replay-garbage.js";
 import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
 import { sigterm } from "./scenarios/sigterm.js";
@@ -29,6 +30,7 @@ const SCENARIOS: Record<string, Scenario> = {
   "random-paths": randomPaths,
   malformed,
   streams,
+  "replay-garbage": replayGarbage,
 };
 // A scenario that hangs is cut off here and fails; every wait inside one is bounded too.
 const SCENARIO_TIMEOUT_MS = 180_000;

@@ -7,6 +7,8 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 import { LISTEN_APPLICATION_NAME, openPostgresStreamStore } from "../src/streams/postgres-store.js";
+import { storeBroker } from "../src/streams/broker.js";
+import { StreamHub } from "../src/streams/hub.js";
 import { captureLogs } from "./helpers/logs.js";
 import { usePostgres } from "./helpers/postgres.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
@@ -15,6 +17,7 @@ import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
 const publishOver = (port: number, room: string, body: unknown) => postJSON<{ id: string; worker: string }>(port, `/publish/${room}`, body);
 
 const pg = usePostgres();
+const limits = { replayEvents: 100, replayBytes: 1 << 20, replayTotalBytes: 1 << 24 };
 afterEach(() => killAll());
 
 
@@ -122,18 +125,18 @@ describe("streams across pods through PostgreSQL", () => {
     try {
       const got: string[] = [];
       await a.listen((event) => got.push(`${event.channel} ${event.id} ${event.data}`));
-      const ids = [await b.append("room", "1", 100), await b.append("other", "1", 100)];
+      const ids = [await b.append("room", "1", limits), await b.append("other", "1", limits)];
       await until(() => got.length === 2, "the first events");
       proxy.cut();
       await until(() => logs.lines().some((line) => line.includes("the LISTEN connection to PostgreSQL was lost")), "the lost LISTEN logged");
       // The gap: nothing reaches A while its network is gone, whatever B publishes.
-      ids.push(await b.append("room", "2", 100), await b.append("other", "2", 100), await b.append("room", "3", 100));
+      ids.push(await b.append("room", "2", limits), await b.append("other", "2", limits), await b.append("room", "3", limits));
       await new Promise((resolve) => setTimeout(resolve, 500));
       expect(got).toHaveLength(2);
       proxy.heal();
       await until(() => got.length === 5, "the events of the gap");
       expect(logs.lines().join("\n")).toMatch(/streams: listening to PostgreSQL again after \d+ms[^]*streams: delivered 3 event\(s\) announced while LISTEN was lost/);
-      ids.push(await b.append("room", "4", 100));
+      ids.push(await b.append("room", "4", limits));
       await until(() => got.length === 6, "the live event after the gap");
       await new Promise((resolve) => setTimeout(resolve, 200));
       // Each once (6 in all), each channel in order, with the ids the publisher got.
@@ -144,6 +147,45 @@ describe("streams across pods through PostgreSQL", () => {
     } finally {
       await Promise.all([a.close(), b.close()]);
       await proxy.close();
+    }
+  });
+
+  it("never takes a resumed client behind its Last-Event-ID: the events of a lost LISTEN's gap, caught up after an empty replay, are not sent again", async () => {
+    const url = await pg.createDatabase();
+    const database = new URL(url).pathname.slice(1);
+    // From the server's own database: one cannot refuse connections to the database one is in.
+    const admin = pg.open(pg.url, { max: 1 });
+    const logs = captureLogs();
+    const store = await openPostgresStreamStore(url, logs.logger);
+    // The publisher ("pod A") never listens: the one LISTEN connection is pod B's, this hub's.
+    const publisher = await openPostgresStreamStore(url, captureLogs().logger);
+    const hub = new StreamHub((deliver) => storeBroker(Promise.resolve(store), deliver));
+    const live: string[] = [];
+    try {
+      const off = hub.subscribe("gap", { deliver: (event) => live.push(event.data), missed: () => live.push("missed") });
+      // Through the hub: its publish waits until the hub's broker listens.
+      await hub.publish("gap", 0);
+      await until(() => live.length === 1, "the first event on pod B");
+      // Pod B's LISTEN is lost and cannot come back while new connections are refused; its pooled statements go on.
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS false`);
+      await admin.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", [LISTEN_APPLICATION_NAME]);
+      await until(() => logs.lines().some((line) => line.includes("the LISTEN connection to PostgreSQL was lost")), "the lost LISTEN logged");
+      // Ten events in the gap: the client received them live on pod A, then resumes on pod B with the tenth.
+      const gap: string[] = [];
+      for (let n = 1; n <= 10; n++) gap.push(await publisher.append("gap", String(n), limits));
+      const resumed: string[] = [];
+      hub.subscribe("gap", { deliver: (event) => resumed.push(`${event.id} ${event.data}`), missed: (_channel, missed) => resumed.push(`missed ${missed}`) }, gap[9]);
+      // Its replay is empty; then pod B listens again and catches up the gap for its live subscriber.
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+      await until(() => live.length === 11, "the gap caught up on pod B", 20_000);
+      const next = await publisher.append("gap", "11", limits);
+      await until(() => live.length === 12 && resumed.length > 0, "the next live event");
+      expect(live).toEqual(["0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11"]);
+      expect(resumed).toEqual([`${next} 11`]);
+      off();
+    } finally {
+      await admin.query(`ALTER DATABASE "${database}" ALLOW_CONNECTIONS true`);
+      await Promise.all([store.close(), publisher.close()]);
     }
   });
 

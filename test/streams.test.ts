@@ -6,10 +6,14 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { App, configureStreams, get, publish, sse, websocket, type MetricsCollector } from "../src/index.js";
 import { ReplayLog } from "../src/streams/replay-log.js";
+import { limitHits } from "../src/limit-hits.js";
 import { StreamHub } from "../src/streams/hub.js";
-import { streamsDatabaseUrl } from "../src/streams/broker.js";
+import { coalesced, memoryBroker, streamsDatabaseUrl } from "../src/streams/broker.js";
 import { captureLogs } from "./helpers/logs.js";
 import { createPrometheus } from "../src/metrics/index.js";
+
+const hits = () => Object.fromEntries(limitHits());
+const hit = (limit: string) => limitHits().get(limit) ?? 0;
 
 const decoder = new TextDecoder();
 
@@ -26,6 +30,14 @@ async function readUntil(reader: ReadableStreamDefaultReader<Uint8Array>, until:
 
 let channelCount = 0;
 /** A channel no other test publishes to: the hub is per process. */
+async function waitUntil(test: () => boolean): Promise<void> {
+  const deadline = performance.now() + 5000;
+  while (!test()) {
+    if (performance.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
 const freshChannel = () => `test-${process.pid}-${++channelCount}`;
 
 const apps: App[] = [];
@@ -100,24 +112,66 @@ describe("sse() through app.request()", () => {
     off();
   });
 
-  it("answers an unknown or pre-restart id with every buffered event and missed: unknown", () => {
+  it("answers an id it cannot place (unreadable, pre-restart, ahead of the channel) with missed: unknown and no backlog", () => {
     const before = new ReplayLog({ replayEvents: 2 });
     const after = new ReplayLog({ replayEvents: 2 });
     const old = before.append("c", "1");
     for (const n of ["a", "b", "c"]) after.append("c", JSON.stringify(n));
-    expect(after.since("c", old.id)).toEqual({ missed: "unknown", events: [expect.objectContaining({ seq: 2 }), expect.objectContaining({ seq: 3 })] });
-    expect(after.since("c", "garbage")).toMatchObject({ missed: "unknown" });
-    expect(after.since("c", after.lastId("c")!)).toEqual({ missed: 0, events: [] });
+    expect(after.plan("c", old.id, 1 << 20)).toEqual({ missed: "unknown" });
+    expect(after.plan("c", "garbage", 1 << 20)).toEqual({ missed: "unknown" });
+    expect(after.plan("c", `${after.epoch}-4`, 1 << 20)).toEqual({ missed: "unknown" });
+    expect(after.plan("c", after.lastId("c")!, 1 << 20)).toEqual({ missed: 0, epoch: after.epoch, resume: 3, after: 3, to: 3 });
   });
 
-  it("forgets the least recently published channel beyond maxChannels", () => {
+  it("forgets the least recently published channel beyond maxChannels; its old ids are not taken for positions of the channel created again", () => {
     const log = new ReplayLog({ replayEvents: 5, maxChannels: 2 });
     const a = log.append("a", "1");
-    log.append("b", "1");
+    const b = log.append("b", "1");
+    log.append("b", "2");
     log.append("a", "2");
     log.append("c", "1");
     expect(log.lastId("b")).toBeUndefined();
-    expect(log.since("a", a.id).events.map((e) => e.data)).toEqual(["2"]);
+    expect(log.piece("a", a.seq, 2, 1000).map((e) => e.data)).toEqual(["2"]);
+    // b again: numbered after every forgotten seq, and its old ids cannot be placed.
+    const again = log.append("b", "3");
+    expect(again.seq).toBe(3);
+    expect(log.plan("b", b.id, 1 << 20)).toEqual({ missed: "unknown" });
+    expect(log.plan("b", again.id, 1 << 20)).toMatchObject({ missed: 0, resume: 3 });
+  });
+
+  it("bounds the buffer in bytes per channel and for all channels, oldest first, and counts each limit hit", () => {
+    const start = hits();
+    const log = new ReplayLog({ replayEvents: 1000, replayBytes: 10 * 164 - 1, replayTotalBytes: 15 * 164 });
+    const x = "x".repeat(98);
+    for (let n = 0; n < 12; n++) log.append("a", JSON.stringify(x));
+    // 100 characters of JSON + 64 of overhead each: 9 fit in the channel's bound.
+    expect(log.piece("a", 0, 12, 1 << 20).map((e) => e.seq)).toEqual([4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    expect(log.plan("a", `${log.epoch}-1`, 1 << 20)).toMatchObject({ missed: 2, after: 3, to: 12 });
+    for (let n = 0; n < 8; n++) log.append("b", JSON.stringify(x));
+    // 17 events over the whole log's 15 slots: "a", published least recently, loses its oldest.
+    expect(log.bytes).toBeLessThanOrEqual(15 * 164);
+    expect(log.piece("a", 0, 12, 1 << 20).map((e) => e.seq)).toEqual([6, 7, 8, 9, 10, 11, 12]);
+    expect(log.piece("b", 0, 8, 1 << 20)).toHaveLength(8);
+    // One message over the channel's bound is still kept alone: the newest always is.
+    log.append("c", JSON.stringify("y".repeat(2000)));
+    expect(log.piece("c", 0, 1, 1 << 20)).toHaveLength(1);
+    expect(hits().stream_replay_channel_bytes! - (start.stream_replay_channel_bytes ?? 0)).toBe(3);
+    expect(hits().stream_replay_total_bytes! - (start.stream_replay_total_bytes ?? 0)).toBeGreaterThan(0);
+  });
+
+  it("replays at most replayRequestBytes to one client, the newest events, and says how many were left out", () => {
+    const before = hit("stream_replay_request_bytes");
+    const log = new ReplayLog();
+    for (let n = 1; n <= 10; n++) log.append("a", JSON.stringify("z".repeat(98)));
+    // Each event costs 100 + 64: 3 fit in 500 bytes.
+    expect(log.plan("a", `${log.epoch}-2`, 500)).toEqual({ missed: 5, epoch: log.epoch, resume: 2, after: 7, to: 10 });
+    expect(hit("stream_replay_request_bytes")).toBe(before + 1);
+    expect(log.plan("a", `${log.epoch}-8`, 500)).toMatchObject({ missed: 0, after: 8 });
+    expect(hit("stream_replay_request_bytes")).toBe(before + 1);
+    // Pieces: at most maxBytes, at least one event.
+    expect(log.piece("a", 7, 10, 200).map((e) => e.seq)).toEqual([8]);
+    expect(log.piece("a", 7, 10, 400).map((e) => e.seq)).toEqual([8, 9]);
+    expect(log.piece("a", 7, 10, 10).map((e) => e.seq)).toEqual([8]);
   });
 
   it("drops a client that does not read once maxQueuedBytes wait, and logs why", async () => {
@@ -247,6 +301,65 @@ describe("the hub", () => {
   });
 });
 
+describe("the hub's replay", () => {
+  it("answers a garbage or foreign id with one missed event and no backlog, then the live events", async () => {
+    const { app } = streamApp();
+    const channel = freshChannel();
+    for (let n = 1; n <= 5; n++) await publish(channel, n);
+    const response = await app.request(`/events/${channel}`, { headers: { "last-event-id": "garbage" } });
+    const reader = response.body!.getReader();
+    let text = await readUntil(reader, /event: missed\n/);
+    await publish(channel, 6);
+    text = await readUntil(reader, /data: 6\n/, text);
+    expect(text).toContain(`event: missed\ndata: {"channel":"${channel}","missed":"unknown"}\n\n`);
+    expect([...text.matchAll(/^data: (\d+)$/gm)].map((m) => Number(m[1]))).toEqual([6]);
+    await reader.cancel();
+  });
+
+  it("reads a long replay in pieces, the next only once the sink is ready, coalescing subscribers that resume together", async () => {
+    let planned = 0;
+    const pieces: string[] = [];
+    const log = new ReplayLog({ replayBytes: 1 << 22 });
+    const hub = new StreamHub((deliver) => {
+      const broker = memoryBroker(log, deliver);
+      return coalesced({
+        publish: (channel, data, limits) => broker.publish(channel, data, limits),
+        plan: (channel, id, max) => (planned++, broker.plan(channel, id, max)),
+        piece: (channel, after, to, max) => (pieces.push(`${after}-${to}`), broker.piece(channel, after, to, max)),
+      });
+    });
+    const channel = freshChannel();
+    const first = await hub.publish(channel, 0);
+    // 20 events of 40 KiB: 800 KiB after the first, over three pieces of 256 KiB.
+    for (let n = 1; n <= 20; n++) await hub.publish(channel, "p".repeat(40_000));
+    const gates: (() => void)[] = [];
+    const got: number[][] = [[], []];
+    for (const i of [0, 1]) {
+      hub.subscribe(channel, {
+        deliver: (event) => got[i]!.push(event.seq),
+        missed: () => got[i]!.push(-1),
+        ready: () => new Promise((resolve) => gates.push(resolve)),
+      }, first);
+    }
+    await waitUntil(() => gates.length === 2);
+    expect(planned).toBe(1);
+    expect(pieces).toEqual([]);
+    gates.splice(0).forEach((open) => open());
+    await waitUntil(() => gates.length === 2);
+    // One piece read for both; nothing more until they are ready again.
+    expect(pieces).toEqual(["1-21"]);
+    expect(got[0]).toEqual([2, 3, 4, 5, 6, 7]);
+    expect(got[1]).toEqual(got[0]);
+    while (got[0]!.length < 20) {
+      gates.splice(0).forEach((open) => open());
+      await waitUntil(() => gates.length === 2 || got[0]!.length === 20);
+    }
+    expect(pieces).toEqual(["1-21", "7-21", "13-21", "19-21"]);
+    expect(got[0]).toEqual(Array.from({ length: 20 }, (_, i) => i + 2));
+    expect(got[1]).toEqual(got[0]);
+  });
+});
+
 describe("KEELSON_STREAMS_DATABASE_URL", () => {
   it("is refused unless it is a postgres:// URL, with the password left out of the message", () => {
     const before = process.env.KEELSON_STREAMS_DATABASE_URL;
@@ -261,6 +374,23 @@ describe("KEELSON_STREAMS_DATABASE_URL", () => {
       if (before === undefined) delete process.env.KEELSON_STREAMS_DATABASE_URL;
       else process.env.KEELSON_STREAMS_DATABASE_URL = before;
     }
+  });
+});
+
+describe("keelson_limit_hits_total", () => {
+  it("counts a Last-Event-ID that cannot be placed in the Prometheus exposition", async () => {
+    const prometheus = createPrometheus({ defaultMetrics: false, cluster: false });
+    const { app } = streamApp();
+    app.use(prometheus);
+    const channel = freshChannel();
+    await publish(channel, 1);
+    const response = await app.request(`/events/${channel}`, { headers: { "last-event-id": "garbage" } });
+    const reader = response.body!.getReader();
+    await readUntil(reader, /event: missed/);
+    await reader.cancel();
+    const count = hit("stream_replay_unknown_id");
+    expect(count).toBeGreaterThan(0);
+    expect(await prometheus.readExposition()).toContain(`keelson_limit_hits_total{limit="stream_replay_unknown_id"} ${count}`);
   });
 });
 

@@ -2,7 +2,7 @@ import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } from "./ipc.js";
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import type { MetricData } from "./request-histogram.js";
-import { logDropsMetric } from "./log-drops.js";
+import { limitHitsMetric, logDropsMetric } from "./log-drops.js";
 
 /** What the aggregator needs from the primary. */
 export interface MetricsHost extends Pick<FeatureHost, "handle"> {
@@ -82,7 +82,7 @@ export class ClusterMetrics {
         set.add(tracked.last, "additive");
       }
     }
-    set.add([logDropsMetric()], "additive");
+    set.add([logDropsMetric(), ...limitHitsMetric()], "additive");
     set.add([
       gauge("keelson_worker_up", "1 if the worker in this slot answered the last metrics scrape in time, else 0.", up),
       gauge("keelson_worker_scrape_duration_seconds", "How long the worker in this slot took to send its metrics.", seconds),

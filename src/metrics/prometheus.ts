@@ -14,6 +14,7 @@ import { LOG_LINES_DROPPED, LOG_LINES_DROPPED_HELP } from "./log-drops.js";
 import { droppedLogLines } from "../logging/sink.js";
 import { uploadStorageFailures } from "../http/upload-folders.js";
 import { BREAKER_STATES, breakerStates } from "../breaker-states.js";
+import { LIMIT_HITS, LIMIT_HITS_HELP, limitHits } from "../limit-hits.js";
 import { lazyPackage } from "../lazy-package.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
@@ -120,6 +121,13 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   };
   // A registry passed in belongs to code that has loaded prom-client already: nothing to defer.
   if (options.registry !== undefined) getRegistry();
+  // Like the shed counter: a process that never reached a limit exposes no such metric.
+  let limitCounter: Counter | undefined;
+  const registryForScrape = (): Registry => {
+    const current = getRegistry();
+    if (limitCounter === undefined && limitHits().size > 0) limitCounter = registerLimitHits(loadPromClient(), current, prefix);
+    return current;
+  };
   const collector = withShedCounter(histogram, getRegistry, prefix);
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
   const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
@@ -128,7 +136,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
   const readLocal = async (): Promise<string> => {
     // Rendered like the cluster exposition (prom-client itself writes NaN as "Nan").
     const set = new MetricSet();
-    set.add(await readSnapshot(getRegistry()), "as-is");
+    set.add(await readSnapshot(registryForScrape()), "as-is");
     return set.render();
   };
   const readExposition = async (): Promise<string> => {
@@ -169,7 +177,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
         );
       }
       if (primary !== undefined) {
-        linkToPrimary(router, primary, getRegistry);
+        linkToPrimary(router, primary, registryForScrape);
         primary.send(metricsHello, { pid: process.pid, timeoutMs });
       } else if (port !== undefined) {
         app.registerScheduler({
@@ -230,6 +238,17 @@ function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCo
 }
 
 /** `keelson_log_lines_dropped_total`: this process's log lines lost to a reader that did not keep up. */
+function registerLimitHits(client: PromClient, registry: Registry, prefix: string): Counter {
+  return new client.Counter({
+    name: `${prefix}${LIMIT_HITS}`, help: LIMIT_HITS_HELP, labelNames: ["limit"], registers: [registry],
+    // The counts live outside the metrics package (features count without it): read at each scrape.
+    collect() {
+      this.reset();
+      for (const [limit, count] of limitHits()) this.inc({ limit }, count);
+    },
+  });
+}
+
 function registerLogDrops(client: PromClient, registry: Registry, prefix: string): Counter {
   return new client.Counter({
     name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],

@@ -94,6 +94,8 @@ export class EventStream {
   /** Something was written since the last heartbeat tick. */
   #wrote = false;
   #events = 0;
+  /** Replays waiting for the client to take what is queued (`ready()`). */
+  #waiting: (() => void)[] = [];
 
   constructor(options: EventStreamOptions, logger: Logger, lastEventId: string | undefined) {
     this.#options = {
@@ -184,6 +186,7 @@ export class EventStream {
       missed: (name: string, missed: Missed) => {
         this.send({ channel: name, missed }, { event: "missed" });
       },
+      ready: () => this.#ready(),
     }, resume);
     this.#cleanups.push(unsubscribe);
   }
@@ -206,6 +209,16 @@ export class EventStream {
     if (this.#state !== "open") return;
     this.#write(`event: shutdown\nretry: ${this.#options.retryMs}\ndata: {"reconnect":true}\n\n`);
     this.#closing(`shutdown: ${reason}`);
+  }
+
+  /** Resolves once nothing waits for the client (or the stream ended): a replay's next piece is read only then. */
+  #ready(): Promise<void> {
+    if (this.#queuedBytes === 0 || this.#state === "ended") return Promise.resolve();
+    return new Promise((resolve) => this.#waiting.push(resolve));
+  }
+
+  #wake(): void {
+    for (const resolve of this.#waiting.splice(0)) resolve();
   }
 
   #write(text: string): boolean {
@@ -233,6 +246,7 @@ export class EventStream {
       this.#queuedBytes = 0;
       this.#wanted = false;
       this.#controller.enqueue(bytes);
+      this.#wake();
       return;
     }
     if (this.#state === "closing") {
@@ -267,6 +281,7 @@ export class EventStream {
     if (this.#state === "ended") return;
     this.#state = "ended";
     this.#release();
+    this.#wake();
     this.#resolveEnded(reason);
   }
 }

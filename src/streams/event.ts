@@ -15,16 +15,20 @@ export interface ChannelEvent {
 
 /**
  * What a subscriber resuming after `Last-Event-ID` could not be given: `missed` events fell out of
- * the replay buffer (a number), or `"unknown"` when the id is from another replay log (a restart
- * of the process that holds it) and nothing tells how many.
+ * the replay buffer or past the replay's byte bound (a number), or `"unknown"` when the id cannot
+ * be placed in the channel (unreadable, from another replay log, or ahead of the channel) and
+ * nothing tells how many.
  */
 export type Missed = number | "unknown";
 
-/** A subscriber's catch-up: the events after its last id, oldest first, and what could not be replayed. */
-export interface Replay {
-  events: ChannelEvent[];
-  missed: Missed;
-}
+/**
+ * How a resume is served, decided once from the client's id: `"unknown"` gets no backlog at all;
+ * otherwise the events `after < seq <= to` are read in bounded pieces (`Broker.piece`), and the client's
+ * own position `resume` is where its subscription starts, replay or not.
+ */
+export type ReplayPlan =
+  | { missed: "unknown" }
+  | { missed: number; epoch: string; resume: number; after: number; to: number };
 
 /** `{ epoch, seq }` of an id this log format made, else undefined. */
 export function parseEventId(id: string | null | undefined): { epoch: string; seq: number } | undefined {

@@ -1,8 +1,10 @@
 import type { Sql } from "postgres";
 import { randomBytes } from "node:crypto";
-import type { ChannelEvent, Replay } from "./event.js";
+import type { ChannelEvent, ReplayPlan } from "./event.js";
 import { parseEventId } from "./event.js";
 import type { Logger } from "../logging/logger.js";
+import { countLimitHit } from "../limit-hits.js";
+import type { PublishLimits } from "./broker.js";
 
 /**
  * Fan-out across pods through PostgreSQL: every pod's broker (the supervisor's primary, or a
@@ -12,10 +14,16 @@ import type { Logger } from "../logging/logger.js";
  * at commit, in commit order).
  */
 export interface StreamStore {
-  /** Numbers the channel's next event, keeps the last `replayEvents` and announces it to every pod (this one included). */
-  append(channel: string, data: string, replayEvents: number): Promise<string>;
-  /** The stored events after `lastEventId` (see ReplayLog.since). */
-  since(channel: string, lastEventId: string): Promise<Replay>;
+  /**
+   * Numbers the channel's next event, keeps the last `replayEvents` within `replayBytes` and
+   * announces it to every pod (this one included). `replayTotalBytes` does not apply: the table
+   * is on disk, not in the pod's memory.
+   */
+  append(channel: string, data: string, limits: PublishLimits): Promise<string>;
+  /** How to serve a client resuming after `lastEventId` (see ReplayLog.plan). */
+  plan(channel: string, lastEventId: string, maxBytes: number): Promise<ReplayPlan>;
+  /** The stored events `after < seq <= to`, oldest first, at most `maxBytes` (at least one). */
+  piece(channel: string, after: number, to: number, maxBytes: number): Promise<ChannelEvent[]>;
   /** Calls `listener` with every event of every pod, in each channel's order; resolves once listening. */
   listen(listener: (event: ChannelEvent) => void): Promise<void>;
   close(): Promise<void>;
@@ -31,6 +39,8 @@ const RELISTEN_FIRST_MS = 100;
 const RELISTEN_MAX_MS = 5000;
 // Channels whose last delivered seq is kept for catching up after a lost LISTEN (the replay log's default maxChannels).
 const MAX_TRACKED = 10_000;
+// What a row costs besides its data, counted against the byte bounds as the in-memory log counts it.
+const ROW_COST = "(octet_length(data) + 64)";
 
 interface Announcement {
   c: string;
@@ -153,7 +163,7 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
   };
 
   return {
-    async append(channel, data, replayEvents) {
+    async append(channel, data, { replayEvents, replayBytes }) {
       return sql.begin(async (tx) => {
         // One publisher at a time per channel: numbers follow commit order, and so do the NOTIFYs.
         await tx.unsafe("SELECT pg_advisory_xact_lock(hashtext('keelson:stream:' || $1::text))", [channel]);
@@ -162,22 +172,49 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
           [channel, data],
         );
         const seq = Number((row as unknown as { seq: string | number }).seq);
-        // At least the newest is kept: it carries the channel's count.
+        // At least the newest is kept: it carries the channel's count. Then the newest that fit in replayBytes.
         await tx.unsafe(`DELETE FROM ${TABLE} WHERE channel = $1::text AND seq <= $2::bigint`, [channel, seq - Math.max(1, replayEvents)]);
+        const [trimmed] = await tx.unsafe(
+          `WITH gone AS (DELETE FROM ${TABLE} WHERE channel = $1::text AND seq < COALESCE((SELECT min(seq) FROM (SELECT seq, sum(${ROW_COST}) OVER (ORDER BY seq DESC) AS run FROM ${TABLE} WHERE channel = $1::text) kept WHERE run <= $2::bigint), $3::bigint) RETURNING 1) SELECT count(*)::int AS n FROM gone`,
+          [channel, replayBytes, seq],
+        );
+        if ((trimmed as unknown as { n: number }).n > 0) countLimitHit("stream_replay_channel_bytes");
         const announcement: Announcement = { c: channel, s: seq };
         if (Buffer.byteLength(data) + Buffer.byteLength(channel) < INLINE_LIMIT) announcement.d = data;
         await tx.unsafe("SELECT pg_notify($1::text, $2::text)", [NOTIFY_CHANNEL, JSON.stringify(announcement)]);
         return `${epoch}-${seq}`;
       });
     },
-    async since(channel, lastEventId) {
+    async plan(channel, lastEventId, maxBytes) {
       const last = parseEventId(lastEventId);
-      const known = last !== undefined && last.epoch === epoch;
-      const rows = await sql.unsafe(`SELECT seq, data FROM ${TABLE} WHERE channel = $1::text AND seq > $2::bigint ORDER BY seq`,
-        [channel, known ? last.seq : 0]) as unknown as { seq: string | number; data: string }[];
-      const events = rows.map((row) => event(channel, Number(row.seq), row.data));
-      if (!known) return { events, missed: "unknown" };
-      return { events, missed: events.length === 0 ? 0 : events[0]!.seq - last.seq - 1 };
+      if (last === undefined || last.epoch !== epoch) {
+        countLimitHit("stream_replay_unknown_id");
+        return { missed: "unknown" };
+      }
+      const [row] = await sql.unsafe(
+        `SELECT max(seq) AS newest, min(seq) AS oldest, (SELECT min(seq) FROM (SELECT seq, sum(${ROW_COST}) OVER (ORDER BY seq DESC) AS run FROM ${TABLE} WHERE channel = $1::text AND seq > $2::bigint) after WHERE run <= $3::bigint) AS fits FROM ${TABLE} WHERE channel = $1::text`,
+        [channel, last.seq, maxBytes],
+      ) as unknown as { newest: string | null; oldest: string | null; fits: string | null }[];
+      const newest = Number(row?.newest ?? 0);
+      // Ahead of the channel: not an id this store made for it.
+      if (last.seq > newest) {
+        countLimitHit("stream_replay_unknown_id");
+        return { missed: "unknown" };
+      }
+      let after = Math.max(last.seq, Number(row?.oldest ?? newest + 1) - 1);
+      const start = row?.fits === null || row?.fits === undefined ? newest + 1 : Number(row.fits);
+      if (start - 1 > after) {
+        countLimitHit("stream_replay_request_bytes");
+        after = start - 1;
+      }
+      return { missed: after - last.seq, epoch, resume: last.seq, after, to: newest };
+    },
+    async piece(channel, after, to, maxBytes) {
+      const rows = await sql.unsafe(
+        `SELECT seq, data FROM (SELECT seq, data, ${ROW_COST} AS own, sum(${ROW_COST}) OVER (ORDER BY seq) AS run FROM ${TABLE} WHERE channel = $1::text AND seq > $2::bigint AND seq <= $3::bigint) piece WHERE run <= $4::bigint OR run = own ORDER BY seq`,
+        [channel, after, to, maxBytes],
+      ) as unknown as { seq: string | number; data: string }[];
+      return rows.map((row) => event(channel, Number(row.seq), row.data));
     },
     async listen(listen) {
       deliver = listen;
