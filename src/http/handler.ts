@@ -117,6 +117,8 @@ export function compileRoute(
   const serializers = responseSerializers(route, results.path, results.checkResponses);
   const settle = serializers === undefined ? settleAsBefore : shapedResult(serializers);
   const readsBody = route.method !== "GET";
+  // Without a body schema, a body that is not JSON is the handler's to read (h3's readers).
+  const strictBody = bodySchema !== undefined;
   const coerceParams = lazyCoercer(paramsSchema);
   const coerceQuery = lazyCoercer(querySchema);
   const name = `${route.method} ${route.path}`;
@@ -157,11 +159,11 @@ export function compileRoute(
     const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
     if (params instanceof Promise || query instanceof Promise) {
       // Async schemas: every part is awaited together, so no rejection is left unobserved.
-      const body = readsBody ? readJSONBody(event, bodyLimit).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
+      const body = readsBody ? readJSONBody(event, bodyLimit, strictBody).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
       return Promise.all([params, query, body]).then(([p, q, b]) => run(event, p, q, b));
     }
     if (!readsBody) return run(event, params, query, undefined);
-    return readJSONBody(event, bodyLimit).then((raw) => {
+    return readJSONBody(event, bodyLimit, strictBody).then((raw) => {
       const body = check("body", bodySchema, undefined, raw);
       return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
     });
