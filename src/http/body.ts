@@ -1,6 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { assertBodySize, type H3Event } from "h3";
-import { createError } from "../errors.js";
+import { limitRequestBody } from "srvx/body-limit";
+import { createError, type KError } from "../errors.js";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 
@@ -73,7 +74,11 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
     };
     const onEnd = () => {
       cleanup();
-      resolve(chunks.length === 1 ? chunks[0]!.toString("utf8") : Buffer.concat(chunks, size).toString("utf8"));
+      const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
+      // srvx's request answers its body readers from `rawBody` once the stream is spent: h3's
+      // readBody, readValidatedBody, readFormData and proxyRequest read these bytes again.
+      (req as IncomingMessage & { rawBody?: Buffer }).rawBody = bytes;
+      resolve(bytes.toString("utf8"));
     };
     const onError = (error: Error) => {
       cleanup();
@@ -96,9 +101,10 @@ function readText(event: H3Event, limit: number): Promise<string> {
     return readNodeBody(nodeReq, limit);
   }
   assertBodySize(event, limit);
+  // A copy is read, so that the request's own body is still there for h3's readers.
   // The web-stream path reports a client that went away as an AbortError, or as Node's own
   // `aborted` error (ECONNRESET) when the Node request failed first.
-  return event.req.text().catch((error: unknown) => {
+  return event.req.clone().text().catch((error: unknown) => {
     const { name, code } = (error ?? {}) as { name?: string; code?: string };
     throw name === "AbortError" || code === "ECONNRESET" ? bodyIncomplete(error) : error;
   });
@@ -134,8 +140,41 @@ function bodyHeaders(event: H3Event): { length: string | null; type: string | nu
   return { length, type: headers.get("content-type"), chunked: length === null && event.req.body !== null };
 }
 
+/**
+ * A body that says it is not JSON, on a route without a body schema: keelson leaves it to the
+ * handler (h3's readFormData, readBody, proxyRequest…); `ctx.body` throws this 415 when read.
+ */
+export class NotJSONBody {
+  readonly error: KError;
+  constructor(error: KError) {
+    this.error = error;
+  }
+}
+
+const BODY_READERS = new Set(["arrayBuffer", "blob", "bytes", "formData", "json", "text"]);
+
+/**
+ * Puts the request's body behind `limit` bytes for h3's readers (413 past it), as h3's own
+ * assertBodySize does with srvx's limitRequestBody; and keeps `formData()` working, which that
+ * reads from a Response without the request's Content-Type and so can never parse.
+ */
+function limitUnreadBody(event: H3Event, limit: number, type: string): void {
+  const limited = limitRequestBody(event.req, limit, { createError: () => tooLarge(limit) });
+  let body: Response | undefined;
+  const read = (): Response => (body ??= new Response(limited.body, { headers: { "content-type": type } }));
+  // h3's assertBodySize replaces the request the same way.
+  (event as { req: H3Event["req"] }).req = new Proxy(limited, {
+    get(target, prop) {
+      if (typeof prop === "string" && BODY_READERS.has(prop)) return () => read()[prop as "text"]();
+      if (prop === "body") return read().body;
+      if (prop === "bodyUsed") return body?.bodyUsed ?? false;
+      return Reflect.get(target, prop, target) as unknown;
+    },
+  });
+}
+
 /** The body's text, or undefined when there is none; throws for what headers alone rule out. */
-function startReading(event: H3Event, limit: number): Promise<string> | undefined {
+function startReading(event: H3Event, limit: number, strict: boolean): Promise<string> | NotJSONBody | undefined {
   const { length, type, chunked } = bodyHeaders(event);
   if (length === "0") return undefined;
   if (length === null) {
@@ -144,7 +183,12 @@ function startReading(event: H3Event, limit: number): Promise<string> | undefine
     throw tooLarge(limit);
   }
   if (type !== null && !JSON_TYPE.test(type)) {
-    throw createError("UNSUPPORTED_MEDIA_TYPE", "Request body must be application/json");
+    const error = createError("UNSUPPORTED_MEDIA_TYPE", "Request body must be application/json");
+    if (strict) throw error;
+    // A Content-Length within the limit bounds the body already (Node refuses more bytes than it
+    // announced); a streamed one is read through a limit, whoever reads it.
+    if (length === null) limitUnreadBody(event, limit, type);
+    return new NotJSONBody(error);
   }
   return readText(event, limit);
 }
@@ -155,11 +199,15 @@ function startReading(event: H3Event, limit: number): Promise<string> | undefine
  * 415 for a body that says it is not JSON, 400 for malformed JSON or JSON nested deeper than
  * MAX_JSON_DEPTH. A body without a Content-Type is parsed as JSON: clients such as curl forget
  * it more often than not. Never throws: every failure is a rejection.
+ *
+ * `strict` is false on a route without a body schema: a body of another media type is then left
+ * unread (a NotJSONBody) rather than refused, for the handler to read with h3's readers.
+ * What keelson reads stays readable by them (srvx's `rawBody`, or a copy of a web request).
  */
-export function readJSONBody(event: H3Event, limit: number): Promise<unknown> {
+export function readJSONBody(event: H3Event, limit: number, strict = true): Promise<unknown> {
   try {
-    const text = startReading(event, limit);
-    return text === undefined ? Promise.resolve(undefined) : text.then(parseJSON);
+    const text = startReading(event, limit, strict);
+    return text === undefined ? Promise.resolve(undefined) : text instanceof NotJSONBody ? Promise.resolve(text) : text.then(parseJSON);
   } catch (error) {
     return Promise.reject(error);
   }

@@ -4,6 +4,7 @@ import type { Span, Translator, Tracer } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
 import { parsePagination, type PageQuery } from "../pagination.js";
+import { NotJSONBody } from "./body.js";
 import { negotiateLanguage } from "./language.js";
 import { readQuery, type RawQuery } from "./query.js";
 import { generateRequestId } from "./request-id.js";
@@ -27,19 +28,29 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   readonly event: H3Event;
   /** Path parameters, URL-decoded (validated when the route has a `params` schema). */
   readonly params: P;
-  /** Parsed JSON body (validated when the route has a `body` schema); undefined when empty. */
-  readonly body: B;
+  readonly #body: B | NotJSONBody;
   private readonly services: ContextServices;
   private parsedQuery: Q | undefined;
   private language: string | undefined;
 
-  constructor(event: H3Event, services: ContextServices, params: P, query: Q | undefined, body: B) {
+  constructor(event: H3Event, services: ContextServices, params: P, query: Q | undefined, body: B | NotJSONBody) {
     this.event = event;
     this.services = services;
     this.params = params;
     this.parsedQuery = query;
-    this.body = body;
+    this.#body = body;
     this.language = undefined;
+  }
+
+  /**
+   * Parsed JSON body (validated when the route has a `body` schema); undefined when empty. On a
+   * route without a body schema, a body of another media type is left for h3's readers
+   * (`readFormData`, `readBody`, `proxyRequest`), and reading `ctx.body` then throws a 415.
+   */
+  get body(): B {
+    const body = this.#body;
+    if (body instanceof NotJSONBody) throw body.error;
+    return body;
   }
 
   /** Query parameters (coerced and validated when the route has a `query` schema). */

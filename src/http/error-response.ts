@@ -15,18 +15,35 @@ export function isRouteNotFound(error: HTTPError, event: H3Event): boolean {
   return error.status === 404 && event.context.matchedRoute === undefined && !error.unhandled && !(error.cause instanceof KError);
 }
 
+/** What keelson answers for a thrown value, and what it logs. */
+export interface ReducedError {
+  kerror: KError;
+  original: unknown;
+  /** Headers of the HTTPError (`WWW-Authenticate`, `Allow`, `Retry-After`…) for the response. */
+  headers: Headers | undefined;
+  /** Not thrown on purpose: logged with its stack whatever the status, as h3 logs it. */
+  unhandled: boolean;
+}
+
 /**
  * Reduces whatever was thrown to a KError that is safe to show. A KError passes through;
- * an h3 HTTPError thrown on purpose keeps its status (message from the catalogue or the
- * status's reason phrase, since h3's messages can echo the URL with its query string);
+ * an h3 HTTPError thrown on purpose keeps its status and its headers (message from the catalogue
+ * or the status's reason phrase, since h3's messages can echo the URL with its query string);
+ * an error whose cause is such an HTTPError keeps that status too, as in h3;
  * anything else is a 500 with a generic message.
  */
-export function toKError(error: HTTPError): { kerror: KError; original: unknown } {
+export function toKError(error: HTTPError): ReducedError {
   // h3 wraps a thrown non-HTTPError value as `cause`; its own errors carry their init object there.
-  if (error.cause instanceof KError) return { kerror: error.cause, original: error.cause };
-  if (error.unhandled) return { kerror: createError("INTERNAL_ERROR"), original: error.cause };
+  if (error.cause instanceof KError) return { kerror: error.cause, original: error.cause, headers: undefined, unhandled: false };
+  if (error.unhandled) {
+    // h3 takes the status of an Error's `cause` when that is an HTTPError (`new HTTPError(err)`).
+    // Not of any Error with a `status`: a library's error (an upstream's 404) is not this service's answer.
+    const inner = (error.cause as { cause?: unknown } | undefined)?.cause;
+    const kerror = HTTPError.isError(inner) && error.status < 500 ? fromStatus(error.status) : createError("INTERNAL_ERROR");
+    return { kerror, original: error.cause, headers: kerror.statusCode < 500 ? error.headers : undefined, unhandled: true };
+  }
   // Thrown on purpose (by h3 or by application code): keep its status, 503 included.
-  return { kerror: fromStatus(error.status), original: error };
+  return { kerror: fromStatus(error.status), original: error, headers: error.headers, unhandled: false };
 }
 
 /** The catalogue entry for a status, else a code and message from the status's reason phrase. */
@@ -43,10 +60,10 @@ function fromStatus(status: number): KError {
  * (see redactQuery): they can hold tokens, and messages quote them (h3's quote the whole URL,
  * application code the value it choked on).
  */
-export function logServerError(logger: RequestLogger, event: H3Event, original: unknown): void {
+export function logServerError(logger: RequestLogger, event: H3Event, original: unknown, what = "failed"): void {
   const cause = original instanceof KError ? (original.cause ?? original) : original;
   const detail = cause instanceof Error ? (cause.stack ?? cause.message) : safeString(cause);
-  logger.error("%s %s failed: %s", event.req.method, event.url.pathname, redactQuery(detail, event.url.search));
+  logger.error("%s %s %s: %s", event.req.method, event.url.pathname, what, redactQuery(detail, event.url.search));
 }
 
 function safeString(value: unknown): string {
@@ -57,14 +74,25 @@ function safeString(value: unknown): string {
   }
 }
 
+/** Headers of an error that never reach keelson's JSON body: it is keelson's, and so is its framing. */
+const BODY_HEADERS = new Set(["content-type", "content-length", "transfer-encoding", "content-encoding", "x-content-type-options"]);
+
 /**
- * The JSON error response; `extra` headers (Allow, Connection) are added to it. A 5xx body also
- * carries `request_id`, for the user to quote to whoever reads the logs.
+ * The JSON error response; `extra` headers (Allow, Connection) are added to it, and then those of
+ * the HTTPError (`thrown`) but the ones describing a body. A 5xx body also carries `request_id`,
+ * for the user to quote to whoever reads the logs.
  */
-export function errorResponse(kerror: KError, extra?: Record<string, string>, requestId?: string): HTTPResponse {
+export function errorResponse(kerror: KError, extra?: Record<string, string>, requestId?: string, thrown?: Headers): HTTPResponse {
   const body = requestId !== undefined && kerror.statusCode >= 500 ? { ...kerror.toJSON(), request_id: requestId } : kerror;
-  return new HTTPResponse(JSON.stringify(body), {
-    status: kerror.statusCode,
-    headers: extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS,
-  });
+  let headers: HeadersInit = extra ? { ...JSON_HEADERS, ...extra } : JSON_HEADERS;
+  if (thrown !== undefined) {
+    const merged = new Headers(headers);
+    for (const [name, value] of thrown) {
+      if (BODY_HEADERS.has(name)) continue;
+      if (name === "set-cookie") merged.append(name, value);
+      else merged.set(name, value);
+    }
+    headers = merged;
+  }
+  return new HTTPResponse(JSON.stringify(body), { status: kerror.statusCode, headers });
 }

@@ -1,5 +1,5 @@
 import type { StandardSchemaV1 } from "@standard-schema/spec";
-import { getRouterParams, type H3Event } from "h3";
+import { getRouterParams, HTTPResponse, type H3Event } from "h3";
 import { HandlerContext, type ContextServices } from "./context.js";
 import { jsonText, JSONValueResponse, noContent } from "./results.js";
 import { responseSerializers, type ResponseSerializers } from "./response-schema.js";
@@ -30,28 +30,45 @@ function isJSONValue(value: unknown): value is object | number | boolean {
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
+/** Where h3 keeps `event.res` once something touched it (`Symbol.for`: shared by every copy of h3). */
+const EVENT_RES = Symbol.for("h3.internal.event.res");
+
+/**
+ * The status the handler set on `event.res` (`setResponseStatus`, `event.res.status = …`), if any.
+ * Read through h3's own key rather than `event.res`, whose getter would build the object on every
+ * request that never touched it; test/h3-compat-response.test.ts notices if h3 moves it.
+ */
+function preparedStatus(event: H3Event): number | undefined {
+  return (event as unknown as Record<symbol, { status?: number } | undefined>)[EVENT_RES]?.status || undefined;
+}
+
 /**
  * The response of a handler's result. A json()/created() body is written here, inside the route's
  * handling (a value JSON.stringify cannot write fails as the handler would), not when h3 reads it.
+ * A status the handler set on `event.res` wins over keelson's defaults (200, 204 for undefined), as
+ * it does in h3; a json()/created() response keeps its own, as an h3 HTTPResponse with a status does.
  */
-function toResult(value: unknown): unknown {
-  if (value === undefined) return noContent();
+function toResult(value: unknown, event: H3Event): unknown {
   if (value instanceof JSONValueResponse) return value.written();
-  return isJSONValue(value) ? jsonText(value, JSON.stringify(value)) : value;
+  if (value === undefined) {
+    // No status here: h3 takes the one the handler set (it answers an empty body with it).
+    return preparedStatus(event) === undefined ? noContent() : new HTTPResponse(null);
+  }
+  return isJSONValue(value) ? jsonText(value, JSON.stringify(value), preparedStatus(event)) : value;
 }
 
-function settleAsBefore(value: unknown): unknown {
-  return value instanceof Promise ? value.then(toResult) : toResult(value);
+function settleAsBefore(value: unknown, event: H3Event): unknown {
+  return value instanceof Promise ? value.then((resolved) => toResult(resolved, event)) : toResult(value, event);
 }
 
 /**
  * The result of a route with response schemas: a plain value (200) or a json()/created() response
  * whose status has a schema is written through that schema; anything else as toResult() does.
  */
-function shapedResult(serializers: ResponseSerializers): (value: unknown) => unknown {
-  // A plain value is always a 200: its serializer is looked up once per route, not per response.
+function shapedResult(serializers: ResponseSerializers): (value: unknown, event: H3Event) => unknown {
+  // A plain value is a 200 unless the handler set a status: its serializer is looked up once per route.
   const ok = serializers(200);
-  const shape = (value: unknown): unknown => {
+  const shape = (value: unknown, event: H3Event): unknown => {
     if (value instanceof JSONValueResponse) {
       const serialize = serializers(value.status);
       if (serialize === undefined) return value.written();
@@ -65,11 +82,14 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown) => unk
         return value;
       });
     }
-    if (ok === undefined || value === undefined || !isJSONValue(value)) return toResult(value);
-    const body = ok(value);
-    return typeof body === "string" ? jsonText(value, body) : body.then((text) => jsonText(value, text));
+    if (value === undefined || !isJSONValue(value)) return toResult(value, event);
+    const status = preparedStatus(event);
+    const serialize = status === undefined ? ok : serializers(status);
+    if (serialize === undefined) return toResult(value, event);
+    const body = serialize(value);
+    return typeof body === "string" ? jsonText(value, body, status) : body.then((text) => jsonText(value, text, status));
   };
-  return (value) => (value instanceof Promise ? value.then(shape) : shape(value));
+  return (value, event) => (value instanceof Promise ? value.then((resolved) => shape(resolved, event)) : shape(value, event));
 }
 
 /** How a route's handler result becomes a response, fixed when the route is compiled. */
@@ -117,6 +137,8 @@ export function compileRoute(
   const serializers = responseSerializers(route, results.path, results.checkResponses);
   const settle = serializers === undefined ? settleAsBefore : shapedResult(serializers);
   const readsBody = route.method !== "GET";
+  // Without a body schema, a body that is not JSON is the handler's to read (h3's readers).
+  const strictBody = bodySchema !== undefined;
   const coerceParams = lazyCoercer(paramsSchema);
   const coerceQuery = lazyCoercer(querySchema);
   const name = `${route.method} ${route.path}`;
@@ -127,7 +149,7 @@ export function compileRoute(
   }
   const bodyLimit = routeLimit ?? appBodyLimit;
   const run = (event: H3Event, params: unknown, query: unknown, body: unknown) =>
-    settle(handler(new HandlerContext(event, services, params, query, body)));
+    settle(handler(new HandlerContext(event, services, params, query, body)), event);
 
   if (bodyType === "form") {
     const limits = resolveFormLimits(name, route.options.formLimits, bodyLimit);
@@ -153,7 +175,7 @@ export function compileRoute(
 
   if (!readsBody && !paramsSchema && !querySchema) {
     return function keelsonRoute(event) {
-      return settle(handler(new HandlerContext(event, services, readParams(event), undefined, undefined)));
+      return settle(handler(new HandlerContext(event, services, readParams(event), undefined, undefined)), event);
     };
   }
 
@@ -164,11 +186,11 @@ export function compileRoute(
     const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
     if (params instanceof Promise || query instanceof Promise) {
       // Async schemas: every part is awaited together, so no rejection is left unobserved.
-      const body = readsBody ? readJSONBody(event, bodyLimit).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
+      const body = readsBody ? readJSONBody(event, bodyLimit, strictBody).then((raw) => check("body", bodySchema, undefined, raw)) : undefined;
       return Promise.all([params, query, body]).then(([p, q, b]) => run(event, p, q, b));
     }
     if (!readsBody) return run(event, params, query, undefined);
-    return readJSONBody(event, bodyLimit).then((raw) => {
+    return readJSONBody(event, bodyLimit, strictBody).then((raw) => {
       const body = check("body", bodySchema, undefined, raw);
       return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
     });

@@ -1,4 +1,4 @@
-import { H3, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse } from "h3";
+import { H3, type H3Config, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
@@ -69,11 +69,8 @@ export class RequestPipeline {
     this.#routes = options.routes;
     this.#requestIdHeader = options.requestIdHeader;
     this.#trustRequestId = options.trustRequestId;
-    this.engine = new H3({
-      silent: true,
-      onRequest: (event) => this.#onRequest(event),
-      onError: (error, event) => this.#onError(error, event),
-    });
+    this.engine = new H3(this.#config());
+    this.#guardMiddleware();
     this.fetch = this.fetch.bind(this);
     const cors = this.#cors;
     if (cors) this.engine.options("/**", (event) => cors.preflight(event));
@@ -185,26 +182,98 @@ export class RequestPipeline {
     }
   }
 
-  #onError(error: HTTPError, event: H3Event): HTTPResponse {
-    if (isRouteNotFound(error, event)) {
-      const allow = allowedMethods(this.#allow ??= buildAllowRouter(this.#routes), event.url.pathname);
-      return allow.length > 0
-        ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
-        : errorResponse(createError("NOT_FOUND"));
-    }
-    const { kerror, original } = toKError(error);
+  /**
+   * h3's options. `silent`: keelson logs what h3 would print, through its own logger, so a hook
+   * that h3 would report to the console (`config.onResponse`, which an application may set on
+   * `httpEngine.config`) is wrapped to log its failure as h3 would, with the request's ids.
+   */
+  #config(): H3Config {
+    const config: H3Config = {
+      silent: true,
+      onRequest: (event) => this.#onRequest(event),
+      onError: (error, event) => this.#onError(error, event),
+    };
+    let hook: H3Config["onResponse"];
+    const report = (event: H3Event, error: unknown) => this.#logFailure(event, error, "failed in an onResponse hook");
+    Object.defineProperty(config, "onResponse", {
+      enumerable: true,
+      get: () => hook,
+      set: (given: H3Config["onResponse"]) => {
+        hook = given === undefined ? undefined : (response, event) => {
+          try {
+            const result = given(response, event);
+            return result instanceof Promise ? result.catch((error: unknown) => report(event, error)) : result;
+          } catch (error) {
+            report(event, error);
+          }
+        };
+      },
+    });
+    return config;
+  }
+
+  /** One ERROR line with the request's ids for a failure that does not change the response. */
+  #logFailure(event: H3Event, error: unknown, what: string): void {
     const state = event.context.keelson;
-    if (kerror.statusCode >= 500) {
+    const logger = state ? state.logger(this.#logger) : RequestLogger.forRequest(this.#logger, logThreshold(event, this.#logger), generateRequestId(), "");
+    logServerError(logger, event, error, what);
+  }
+
+  /** keelson's answer to a request no route matched: 405 with `Allow` when the path has other methods, else 404. */
+  #unmatched(event: H3Event): HTTPResponse {
+    const allow = allowedMethods(this.#allow ??= buildAllowRouter(this.#routes), event.url.pathname);
+    return allow.length > 0
+      ? errorResponse(createError("METHOD_NOT_ALLOWED"), { allow: allow.join(", ") })
+      : errorResponse(createError("NOT_FOUND"));
+  }
+
+  /**
+   * Middleware added with `engine.use` (and so `app.use`) that calls `next()` gets keelson's
+   * 404/405 from it when no route matched, rather than h3's not-found marker: h3's `onResponse`
+   * turns that marker into h3's own 404 body (the full URL, query string included) without
+   * passing through onError, and never into a 405.
+   */
+  #guardMiddleware(): void {
+    const engine = this.engine;
+    const use = engine.use.bind(engine) as (...args: unknown[]) => H3;
+    const guard = (fn: unknown): unknown => {
+      // One that declares no `next` cannot call it; a mounted h3 app keeps h3's own handling.
+      if (typeof fn !== "function" || fn.length < 2) return fn;
+      const middleware = fn as Middleware;
+      const settle = (value: unknown, event: H3Event) =>
+        value === NOT_FOUND && event.context.matchedRoute === undefined ? this.#unmatched(event) : value;
+      return function keelsonGuarded(event: H3Event, next: () => unknown) {
+        return middleware(event, () => {
+          const value = next();
+          return value instanceof Promise ? value.then((resolved) => settle(resolved, event)) : settle(value, event);
+        });
+      };
+    };
+    engine.use = ((...args: unknown[]) => {
+      if (typeof args[0] === "string") args[1] = guard(args[1]);
+      else args[0] = guard(args[0]);
+      use(...args);
+      return engine;
+    }) as H3["use"];
+  }
+
+  #onError(error: HTTPError, event: H3Event): HTTPResponse {
+    if (isRouteNotFound(error, event)) return this.#unmatched(event);
+    const { kerror, original, headers, unhandled } = toKError(error);
+    const state = event.context.keelson;
+    if (kerror.statusCode >= 500 || unhandled) {
       if (state) state.error = original;
       const requestId = state?.requestId ?? generateRequestId();
       logServerError(state ? state.logger(this.#logger) : RequestLogger.forRequest(this.#logger, logThreshold(event, this.#logger), requestId, ""), event, original);
-      return errorResponse(kerror, kerror.headers, requestId);
+      return errorResponse(kerror, kerror.headers, requestId, headers);
     }
     // An oversized body is left unread: close the connection rather than read it to the end.
     const extra = kerror.statusCode === 413 ? { ...kerror.headers, connection: "close" } : kerror.headers;
-    return errorResponse(kerror, extra);
+    return errorResponse(kerror, extra, undefined, headers);
   }
 }
 
 const noopSpan = noopTracer.startSpan("noop");
+/** What h3's router answers when no route matched (`Symbol.for`: the same symbol in every copy of h3). */
+const NOT_FOUND = Symbol.for("h3.notFound");
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
