@@ -17,7 +17,7 @@ import { LoadShedder } from "./lifecycle/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
-import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
+import { attachWorkerLink, listensWithReusePort, reportWorkerFailure } from "./cluster/worker-link.js";
 import { levelRank, parseLogLevel } from "./logging/level.js";
 import { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
@@ -310,7 +310,9 @@ export class App implements Router {
       await Promise.all(this.#startup);
       this.#pipeline.prepare();
       if (!this.#lifecycle.shutdownStarted) {
-        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
+        // Listening is the last step before ready: in the reuseport mode the kernel sends a worker
+        // connections from its bind on, so nothing may come between the two.
+        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host, listensWithReusePort());
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
         // Under the supervisor: report ready, heartbeat, and drain by itself if the primary dies.
