@@ -322,7 +322,9 @@ export class App implements Router {
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
-            load: { inflight: () => pipeline.inflight, requests: () => pipeline.requests },
+            load: {
+              inflight: () => pipeline.inflight, requests: () => pipeline.requests, connections: () => this.#lifecycle.acceptedConnections,
+            },
           });
         }
       }

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { parseCli } from "../cli/args.js";
 import { resolveBalancer, reusePortRefusal, type BalancerHost } from "../supervisor/balancer.js";
+import { balanceSkew, loadRates, type WorkerStats } from "../src/cluster/worker-stats.js";
 import { fakeSupervisor, stopFakeSupervisors } from "./helpers/fake-cluster.js";
 
 afterEach(stopFakeSupervisors);
@@ -77,5 +78,25 @@ describe("the balancer", () => {
     expect(probes).toBe(0);
     expect(sup.cluster.forks[0]?.env.PORT).toBeUndefined();
     expect(sup.cluster.forks[0]?.env.KEELSON_BALANCER).toBe("round-robin");
+  });
+});
+
+function stats(requests: number, connections: number): WorkerStats {
+  return { rss: 0, heapUsed: 0, elu: 0, delayMeanMs: 0, delayP99Ms: 0, inflight: 0, requests, connections };
+}
+
+describe("the balance figures", () => {
+  it("the skew is the busiest worker's rate over the mean: 1 even, N all on one, none below two workers or without load", () => {
+    expect(balanceSkew([100, 100])).toBe(1);
+    expect(balanceSkew([300, 100])).toBe(1.5);
+    expect(balanceSkew([90, 0, 0])).toBe(3);
+    expect(balanceSkew([100])).toBeUndefined();
+    expect(balanceSkew([0, 0])).toBeUndefined();
+  });
+
+  it("rates come from two reports of one worker, never negative, zero for the first", () => {
+    expect(loadRates(undefined, stats(10, 5), 1000)).toEqual({ requestsPerSecond: 0, connectionsPerSecond: 0 });
+    expect(loadRates({ stats: stats(10, 5), at: 1000 }, stats(40, 8), 1500)).toEqual({ requestsPerSecond: 60, connectionsPerSecond: 6 });
+    expect(loadRates({ stats: stats(10, 5), at: 1000 }, stats(0, 0), 2000)).toEqual({ requestsPerSecond: 0, connectionsPerSecond: 0 });
   });
 });

@@ -4,7 +4,9 @@
 // port another program holds is refused, a blocked worker is still replaced.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawnChild } from "../harness/child.js";
-import { killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { sendControl } from "../supervisor/control-socket.js";
+import type { StatusReport } from "../supervisor/status.js";
+import { killAll, readyWorkers, sleep, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 import { createNetns, listenersOn, type Netns } from "./helpers/netns.js";
 
 const made = createNetns(`keelson-rp-${process.pid}`, { "net.ipv4.tcp_migrate_req": "1" });
@@ -15,9 +17,10 @@ afterEach(() => killAll());
 afterAll(() => ns?.remove());
 
 const PORT = 4100;
+const SOCKET = `/tmp/keelson-rp-${process.pid}.sock`;
 
 function start(args: string[], env: Record<string, string> = {}): Promise<Running> {
-  return startSupervisor(["--balancer", "reuseport", "--metrics-port", "off", "--control-socket", `/tmp/keelson-rp-${process.pid}.sock`, ...args],
+  return startSupervisor(["--balancer", "reuseport", "--metrics-port", "off", "--control-socket", SOCKET, ...args],
     { wrap: ns?.wrap, port: PORT, env });
 }
 
@@ -59,6 +62,25 @@ describe.skipIf(ns === undefined)("supervisor: the reuseport balancer", () => {
     expect(now).toHaveLength(2);
     const after = listenersOn(PORT, [sup.pid, ...now]);
     expect(after.map((l) => l.owners).toSorted()).toEqual(now.map((pid) => [pid]).toSorted());
+
+    // The balance made visible: each worker's accepted connections and requests, one each per
+    // request here, in `keelson status` (figures arrive with the next heartbeat period).
+    const counted = spawnChild([...(ns?.wrap ?? []), process.execPath, "--import", "tsx", "test/fixtures/close-load.ts", String(PORT), "4"],
+      { env: { LOAD_COUNT: "200" } });
+    const sent = JSON.parse((await counted.waitFor(/^load result /)).slice("load result ".length)) as { ok: number; failed: number };
+    expect(sent).toMatchObject({ ok: 200, failed: 0 });
+    let workers: StatusReport["workers"] = [];
+    for (let tries = 0; tries < 100; tries++) {
+      const reply = await sendControl(SOCKET, { command: "status" }, 5000);
+      workers = reply.ok && "status" in reply ? reply.status.workers.filter((w) => now.includes(w.pid)) : [];
+      if (workers.reduce((sum, w) => sum + (w.stats?.connections ?? 0), 0) >= 200) break;
+      await sleep(200);
+    }
+    expect(workers.map((w) => w.stats?.connections).reduce((a = 0, b = 0) => a + b, 0)).toBeGreaterThanOrEqual(200);
+    for (const worker of workers) expect(worker.stats?.connections).toBe(worker.stats?.requests);
+    const table = spawnChild([process.execPath, "--import", "tsx", "cli/cli.ts", "status", "--socket", SOCKET]);
+    await table.exited;
+    expect(table.output()).toMatch(/req\/s\s+requests\s+conns/);
   }, 120_000);
 
   it("refuses a port another program already listens on, even with SO_REUSEPORT, before forking a worker", async () => {

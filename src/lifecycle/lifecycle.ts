@@ -151,6 +151,11 @@ export class Lifecycle {
     return displayURL(server.url ?? `http://localhost:${port}/`);
   }
 
+  /** Connections the server accepted so far. */
+  get acceptedConnections(): number {
+    return this.#connections?.accepted ?? 0;
+  }
+
   /** The port actually bound (useful with port 0). */
   get port(): number | undefined {
     const address = (this.server?.node?.server as NodeServer | undefined)?.address();
