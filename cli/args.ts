@@ -3,8 +3,9 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
 import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
-import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, parseNumber, type NumberRule } from "../src/checks.js";
+import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkOneOf, parseNumber, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
+import { BALANCERS } from "../supervisor/balancer.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
 import { commandList, unknownCommand } from "./verbs.js";
 
@@ -45,12 +46,16 @@ Options (times in milliseconds):
       --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
       --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
                               --max-memory-window MS (default 30000), new worker first
+      --balancer round-robin|reuseport
+                              who spreads connections: the primary (default: $KEELSON_BALANCER, else
+                              round-robin) or the kernel, each worker listening with SO_REUSEPORT
+                              (Linux, Node 22.12+, net.ipv4.tcp_migrate_req=1)
       --control-socket PATH   Unix socket for keelson status/reload (default: $KEELSON_CONTROL_SOCKET,
                               else one per folder and port in $XDG_RUNTIME_DIR/keelson or /tmp/keelson-<uid>)
   -h, --help                  this text
 
 A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
-Environment: WORKERS, PORT, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
+Environment: WORKERS, PORT, KEELSON_BALANCER, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
 
 ${CONTROL_USAGE}
 
@@ -106,7 +111,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" }, help: { type: "boolean", short: "h" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
@@ -138,6 +143,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         controlSocket: values["control-socket"],
         maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
         maxMemoryWindow: number("max-memory-window"),
+        ...(values.balancer === undefined ? {} : { balancer: checkOneOf(values.balancer, "--balancer", BALANCERS) }),
       },
     };
   } catch (error) {

@@ -119,7 +119,7 @@ function printReload(report: ReloadReport, consola: ConsolaInstance): void {
   else consola.fail(`reload stopped: ${report.error ?? "unknown reason"}; ${replaced}`);
 }
 
-const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "fds", "elu", "delay p99", "in flight", "req/s"] as const;
+const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "heap", "fds", "elu", "delay p99", "in flight", "req/s", "requests", "conns"] as const;
 
 function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
@@ -130,7 +130,7 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),
-    formatFds(primary), primary.elu.toFixed(2), "", "", "",
+    formatFds(primary), primary.elu.toFixed(2), "", "", "", "", "",
   ]];
   for (const worker of status.workers) {
     const stats = worker.stats;
@@ -138,12 +138,17 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
       String(worker.id), String(worker.pid), String(worker.generation), worker.state, formatDuration(worker.uptimeMs), String(worker.restarts),
       stats ? formatBytes(stats.rss) : "-", stats ? formatBytes(stats.heapUsed) : "-", stats ? formatFds(stats) : "-", stats ? stats.elu.toFixed(2) : "-",
       stats ? `${stats.delayP99Ms.toFixed(1)}ms` : "-", stats ? String(stats.inflight) : "-", stats ? stats.requestsPerSecond.toFixed(1) : "-",
+      stats ? String(stats.requests) : "-", stats ? String(stats.connections ?? "-") : "-",
     ]);
   }
   const table = [[...COLUMNS], ...rows];
   const widths = COLUMNS.map((_, column) => Math.max(...table.map((row) => (row[column] ?? "").length)));
   // The table itself goes out bare (no reporter prefix), so it stays aligned when piped to grep or awk.
   process.stdout.write(`${table.map((row) => row.map((cell, column) => cell.padEnd(widths[column] ?? 0)).join("  ").trimEnd()).join("\n")}\n`);
+  const { requestsSkew, connectionsSkew } = status.balance ?? {};
+  if (requestsSkew != null || connectionsSkew != null) {
+    process.stdout.write(`balance: skew ${requestsSkew?.toFixed(2) ?? "-"} (requests/s), ${connectionsSkew?.toFixed(2) ?? "-"} (connections/s): busiest worker ÷ mean, 1.00 is even\n`);
+  }
 }
 
 /** `180/256` (in use / soft limit), `180` when unlimited, `-` where unknown. */

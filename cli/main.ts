@@ -60,9 +60,19 @@ async function start(options: SupervisorOptions): Promise<void> {
   let supervisor: import("../supervisor/primary.js").Supervisor | undefined;
   try {
     const resolved = resolveOptions(options);
-    early = (await import("../supervisor/prefork.js")).preforkWorkers(resolved);
+    // reuseport: the workers bind the port themselves, so it is checked (and 0 resolved) before they
+    // are forked. A port that is taken is left to the supervisor, which refuses it in its own lines.
+    const probed = resolved.balancer === "reuseport" && resolved.port !== undefined
+      ? await (await import("../supervisor/balancer.js")).probePort(resolved.port).catch(() => undefined) : undefined;
+    if (resolved.balancer !== "reuseport" || probed !== undefined) {
+      if (probed !== undefined) resolved.port = probed;
+      early = (await import("../supervisor/prefork.js")).preforkWorkers(resolved);
+    }
     const { Supervisor } = await import("../supervisor/primary.js");
-    supervisor = new Supervisor({ ...options, logger: resolved.logger }, { fork: early.fork });
+    supervisor = new Supervisor({ ...options, ...(probed === undefined ? {} : { port: probed }), logger: resolved.logger }, {
+      ...(early === undefined ? {} : { fork: early.fork }),
+      ...(probed === undefined ? {} : { probePort: () => Promise.resolve(probed) }),
+    });
     for (const warning of runtime.warnings) supervisor.logger.warn("%s", warning);
   } catch (error) {
     release();

@@ -18,7 +18,7 @@ import { LoadShedder } from "./lifecycle/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
-import { attachWorkerLink, reportWorkerFailure } from "./cluster/worker-link.js";
+import { attachWorkerLink, listensWithReusePort, reportWorkerFailure } from "./cluster/worker-link.js";
 import { levelRank, parseLogLevel } from "./logging/level.js";
 import { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
@@ -311,7 +311,9 @@ export class App implements Router {
       await Promise.all(this.#startup);
       this.#pipeline.prepare();
       if (!this.#lifecycle.shutdownStarted) {
-        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host);
+        // Listening is the last step before ready: in the reuseport mode the kernel sends a worker
+        // connections from its bind on, so nothing may come between the two.
+        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host, listensWithReusePort());
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
         this.#sweepUploads();
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();
@@ -322,7 +324,9 @@ export class App implements Router {
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
-            load: { inflight: () => pipeline.inflight, requests: () => pipeline.requests },
+            load: {
+              inflight: () => pipeline.inflight, requests: () => pipeline.requests, connections: () => this.#lifecycle.acceptedConnections,
+            },
           });
         }
       }

@@ -4,6 +4,8 @@ import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 import { parseSize } from "./size.js";
+import { DEFAULT_PORT } from "../src/config.js";
+import { resolveBalancer, systemHost, type Balancer, type BalancerHost } from "./balancer.js";
 
 export type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 
@@ -60,6 +62,13 @@ export interface SupervisorOptions {
   maxMemory?: number | string;
   /** How long the RSS must stay above `maxMemory` (it is measured every heartbeat period). Default 30000. */
   maxMemoryWindow?: number;
+  /**
+   * Who spreads connections over the workers: `"round-robin"` (the primary accepts and passes them
+   * on) or `"reuseport"` (each worker listens itself with SO_REUSEPORT, the kernel spreads them;
+   * Linux, Node 22.12+, `net.ipv4.tcp_migrate_req=1`, else refused with the reason). Default:
+   * `KEELSON_BALANCER`, else `"round-robin"`. See docs/supervisor.md, "Balancers".
+   */
+  balancer?: Balancer;
 }
 
 /** SupervisorOptions with every default applied. */
@@ -121,8 +130,8 @@ function resolveMetricsPort(option: number | false | undefined, env: NodeJS.Proc
   return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
-/** Applies the defaults and validates; throws a one-line reason on a bad value. */
-export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOptions {
+/** Applies the defaults and validates; throws a one-line reason on a bad value. `host`: what the balancer check reads of the system. */
+export function resolveOptions(options: SupervisorOptions, host: BalancerHost = systemHost): ResolvedSupervisorOptions {
   const { backoff = {}, crashLoop = {} } = options;
   if (options.port !== undefined) checkNumber(options.port, "port", PORT_RULE);
   const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval", MAX_TIMER_MS);
@@ -130,13 +139,16 @@ export function resolveOptions(options: SupervisorOptions): ResolvedSupervisorOp
   if (watchdogTimeout !== 0 && watchdogTimeout <= heartbeatInterval) {
     throw new Error(`watchdogTimeout (${watchdogTimeout}ms) must exceed heartbeatInterval (${heartbeatInterval}ms), or be 0 (off)`);
   }
+  const balancer = resolveBalancer(options.balancer, process.env, host);
   const initialBackoff = nonNegative(backoff.initial ?? 100, "backoff.initial");
   const maxBackoff = nonNegative(backoff.max ?? 10_000, "backoff.max");
   if (initialBackoff > maxBackoff) throw new Error(`backoff.initial (${initialBackoff}ms) must not exceed backoff.max (${maxBackoff}ms)`);
   return {
     entry: options.entry,
     workers: positiveInteger(options.workers ?? readWorkersEnv() ?? availableParallelism(), "workers"),
-    port: options.port,
+    // reuseport: the workers bind the port themselves, so the primary must know it before they do.
+    port: balancer === "reuseport" ? options.port ?? askedPort({ port: undefined, env: options.env ?? {} }) ?? DEFAULT_PORT : options.port,
+    balancer,
     args: options.args ?? [],
     execArgv: options.execArgv ?? process.execArgv,
     env: options.env ?? {},

@@ -10,6 +10,7 @@ import { FEATURES, type FeatureInstaller } from "./features.js";
 import { MemoryLimit } from "./memory-limit.js";
 import { typeScriptEntryHint } from "./entry-hint.js";
 import { registerSupervisor } from "./registry.js";
+import { probePort, type BalancerHost } from "./balancer.js";
 import { askedPort, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
@@ -40,6 +41,14 @@ export interface SupervisorSeams {
   clock?: Clock;
   /** Default: FEATURES (jobs, cluster metrics and the metrics port, rate limits). */
   features?: readonly FeatureInstaller[];
+  /**
+   * The reuseport mode's check that no other program holds the port, resolving to the port to
+   * serve (a free one for 0). Default: `probePort`; the CLI, which probed before its early fork,
+   * passes the port it found.
+   */
+  probePort?: (port: number) => Promise<number>;
+  /** Default: this machine (platform, Node version, /proc/sys), what the reuseport mode needs. */
+  balancerHost?: BalancerHost;
 }
 
 // node:cluster has one primary per process, so one running supervisor.
@@ -68,6 +77,7 @@ export class Supervisor {
   readonly #board: StatusBoard;
   readonly #clock: Clock;
   readonly #forkSetup: ForkSetup;
+  readonly #probePort: (port: number) => Promise<number>;
   #fork: ForkWorker | undefined;
   /** Features' stop listeners: called when stopping begins, before the workers drain. */
   readonly #onStop: Array<() => void> = [];
@@ -91,11 +101,12 @@ export class Supervisor {
 
   /** `seams` is for unit tests and the CLI (@internal): applications pass options alone. */
   constructor(options: SupervisorOptions, seams: SupervisorSeams = {}) {
-    this.options = resolveOptions(options);
+    this.options = resolveOptions(options, seams.balancerHost);
     this.logger = this.options.logger;
     this.finished = new Promise((resolve) => (this.#finish = resolve));
     this.#clock = seams.clock ?? systemClock;
     this.#forkSetup = seams.fork ?? clusterFork;
+    this.#probePort = seams.probePort ?? probePort;
     const fork: ForkWorker = (env) => {
       if (this.#fork === undefined) throw new Error("the supervisor forks workers only once started");
       return this.#fork(env);
@@ -204,6 +215,7 @@ export class Supervisor {
     this.#startedAt = this.#clock.now();
     this.logger.info("supervisor (pid %d) starting %d worker(s): %s", process.pid, workers, entry);
     const started = new Promise<void>((resolve, reject) => (this.#onStarted = { resolve, reject }));
+    if (!(await this.#claimPort())) return started;
     for (const slot of this.#pool.slots) this.#pool.start(slot);
     this.#watchdog.start();
     this.#control = this.#openControl();
@@ -344,6 +356,24 @@ export class Supervisor {
 
   #retire(handle: WorkerHandle, reason: string): Promise<WorkerExit> {
     return handle.terminate(reason, this.options.shutdownTimeout, this.options.killMargin);
+  }
+
+  /**
+   * The reuseport mode: refuses a port another program listens on (exit 1, as a worker's
+   * EADDRINUSE would at startup), and fixes port 0 to one free port for every worker.
+   */
+  async #claimPort(): Promise<boolean> {
+    const { balancer, port } = this.options;
+    if (balancer !== "reuseport" || port === undefined) return true;
+    try {
+      this.options.port = await this.#probePort(port);
+      this.logger.info("balancer reuseport: each worker listens on port %d itself, the kernel spreads the connections", this.options.port);
+      return true;
+    } catch (error) {
+      this.#startupFailure = (error as Error).message;
+      void this.stop("startup failed");
+      return false;
+    }
   }
 
   /** The control socket, if configured; one that cannot open is logged and left out: the service still runs. */

@@ -1,5 +1,5 @@
 import { performance, type EventLoopUtilization } from "node:perf_hooks";
-import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
+import { balanceSkew, loadRates, workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
 import { fdUsage, memoryUsage } from "../src/cluster/process-usage.js";
 import type { ResolvedSupervisorOptions } from "./options.js";
 import type { WorkerHandle, WorkerState } from "./worker-handle.js";
@@ -18,7 +18,7 @@ export interface WorkerStatus {
   /** Crash restarts of its slot. */
   restarts: number;
   /** Undefined until the worker's first report. */
-  stats: (WorkerStats & { requestsPerSecond: number; ageMs: number }) | undefined;
+  stats: (WorkerStats & { requestsPerSecond: number; connectionsPerSecond: number; ageMs: number }) | undefined;
 }
 
 /** What `keelson status` shows: the primary, the crash-loop breaker, every live worker. */
@@ -42,12 +42,19 @@ export interface StatusReport {
   features: Record<string, unknown>;
   breaker: { state: "closed" | "tripped"; crashes: number; maxCrashes: number; windowMs: number };
   workers: WorkerStatus[];
+  /**
+   * How evenly the ready workers share the load over their last report period: the busiest one's
+   * requests (connections) per second divided by the mean; 1 is even, N is all on one of N workers.
+   * Null with fewer than two ready workers or no load.
+   */
+  balance: { requestsSkew: number | null; connectionsSkew: number | null };
 }
 
 interface Latest {
   stats: WorkerStats;
   at: number;
   requestsPerSecond: number;
+  connectionsPerSecond: number;
 }
 
 /** What the board reads from the supervisor besides the pool. */
@@ -92,6 +99,8 @@ export class StatusBoard {
     this.#lastElu = performance.eventLoopUtilization();
     const { crashLoop, entry, workers } = this.#options;
     const live = [...this.#pool.live].filter((handle) => handle.state !== "exited");
+    const ready = live.filter((handle) => handle.state === "ready").map((handle) => this.#latest.get(handle))
+      .filter((latest) => latest !== undefined);
     return {
       primary: {
         pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
@@ -106,6 +115,10 @@ export class StatusBoard {
       },
       workers: live.toSorted((a, b) => a.id - b.id || a.generation - b.generation).map((handle) => this.#row(handle, now)),
       features: this.#host.sections(),
+      balance: {
+        requestsSkew: balanceSkew(ready.map((latest) => latest.requestsPerSecond)) ?? null,
+        connectionsSkew: balanceSkew(ready.map((latest) => latest.connectionsPerSecond)) ?? null,
+      },
     };
   }
 
@@ -115,17 +128,15 @@ export class StatusBoard {
       id: handle.id, pid: handle.pid, generation: handle.generation, state: handle.state as WorkerStatus["state"],
       uptimeMs: Math.round(handle.uptime), restarts: this.#pool.slots[handle.id - 1]?.restarts ?? 0,
       stats: latest === undefined ? undefined : {
-        ...latest.stats, elu: round(latest.stats.elu), requestsPerSecond: latest.requestsPerSecond, ageMs: Math.round(now - latest.at),
+        ...latest.stats, elu: round(latest.stats.elu), requestsPerSecond: latest.requestsPerSecond,
+        connectionsPerSecond: latest.connectionsPerSecond, ageMs: Math.round(now - latest.at),
       },
     };
   }
 
   #record(handle: WorkerHandle, stats: WorkerStats): void {
     const at = performance.now();
-    const previous = this.#latest.get(handle);
-    const requestsPerSecond = previous === undefined || at <= previous.at
-      ? 0 : round(Math.max(0, stats.requests - previous.stats.requests) / ((at - previous.at) / 1000));
-    this.#latest.set(handle, { stats, at, requestsPerSecond });
+    this.#latest.set(handle, { stats, at, ...loadRates(this.#latest.get(handle), stats, at) });
   }
 }
 

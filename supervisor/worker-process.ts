@@ -51,14 +51,16 @@ export function forkSettings({ entry, args, execArgv }: Pick<ResolvedSupervisorO
 }
 
 /** The environment of worker `id` on top of the primary's: what the worker's App and its link read. */
-export function workerEnv(options: Pick<ResolvedSupervisorOptions, "env" | "port" | "heartbeatInterval">, id: number): Record<string, string> {
-  const { env, port, heartbeatInterval } = options;
+export function workerEnv(options: Pick<ResolvedSupervisorOptions, "env" | "port" | "heartbeatInterval" | "balancer">, id: number): Record<string, string> {
+  const { env, port, heartbeatInterval, balancer } = options;
   return {
     ...env,
     ...(port === undefined ? {} : { PORT: String(port) }),
     KEELSON_WORKER_ID: String(id),
     KEELSON_LOG_FDS: "4,5",
     KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),
+    // Always set: a KEELSON_BALANCER the primary inherited must not override its --balancer.
+    KEELSON_BALANCER: balancer,
   };
 }
 

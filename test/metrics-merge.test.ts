@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry, Summary } from "prom-client";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
@@ -10,6 +10,7 @@ import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { captureLogs } from "./helpers/logs.js";
 import type { SupervisedWorker, WorkerState } from "../src/cluster/feature-host.js";
 import { parseExposition } from "./fixtures/metrics-exposition.js";
+import { workerStatsMessage, type WorkerStats } from "../src/cluster/worker-stats.js";
 
 /** One worker's registry: a counter, a gauge, a histogram and a summary. */
 function workerRegistry(requests: number, heap: number) {
@@ -84,9 +85,14 @@ class FakeWorker implements SupervisedWorker {
   /** Snapshot requests received. */
   asked = 0;
   readonly channel: SupervisedWorker["channel"];
+  readonly #statsListeners: Array<(stats: WorkerStats) => void> = [];
   constructor(readonly id: number, readonly pid: number, snapshot: MetricsSnapshot | null) {
     this.snapshot = snapshot;
     this.channel = {
+      on: (type: IpcMessageType<unknown>, listener: (stats: WorkerStats) => void) => {
+        if (type === workerStatsMessage) this.#statsListeners.push(listener);
+        return () => {};
+      },
       request: (_type: string, _payload: unknown, timeoutMs: number) => new Promise((resolve, reject) => {
         this.asked++;
         // Answers on a later turn, as over IPC: scrapes that arrive meanwhile overlap this one.
@@ -95,6 +101,16 @@ class FakeWorker implements SupervisedWorker {
       }),
     } as unknown as SupervisedWorker["channel"];
   }
+
+  /** Sends a stats report, as the worker does every heartbeat period. */
+  report(stats: WorkerStats): void {
+    for (const listener of this.#statsListeners) listener(stats);
+  }
+}
+
+/** What a worker's stats report says of its load; the rest is irrelevant to the balance. */
+function loadReport(requests: number, connections: number): WorkerStats {
+  return { rss: 0, heapUsed: 0, elu: 0, delayMeanMs: 0, delayP99Ms: 0, inflight: 0, requests, connections };
 }
 
 class FakeHost {
@@ -122,6 +138,37 @@ class FakeHost {
 }
 
 describe("ClusterMetrics (the supervisor's side)", () => {
+  it("shows each slot's accepted connections and started requests, and the skew of their rates over the ready workers", async () => {
+    const host = new FakeHost();
+    new ClusterMetrics().install(host);
+    const one = host.fork(new FakeWorker(1, 101, await snapshotOf(workerRegistry(1, 1))));
+    const two = host.fork(new FakeWorker(2, 102, await snapshotOf(workerRegistry(1, 1))));
+    const now = vi.spyOn(performance, "now");
+    try {
+      now.mockReturnValue(1000);
+      one.report(loadReport(0, 0));
+      two.report(loadReport(0, 0));
+      let metrics = await host.scrape();
+      expect(metrics.find("keelson_balance_skew")).toHaveLength(0);
+      // One second later: worker 1 took 300 connections with 300 requests, worker 2 100 connections with 900 requests.
+      now.mockReturnValue(2000);
+      one.report(loadReport(300, 300));
+      two.report(loadReport(900, 100));
+      metrics = await host.scrape();
+      expect(metrics.value("keelson_worker_connections_accepted_total", { worker: "1" })).toBe(300);
+      expect(metrics.value("keelson_worker_connections_accepted_total", { worker: "2" })).toBe(100);
+      expect(metrics.value("keelson_worker_requests_started_total", { worker: "2" })).toBe(900);
+      expect(metrics.value("keelson_balance_skew", { of: "connections" })).toBe(1.5);
+      expect(metrics.value("keelson_balance_skew", { of: "requests" })).toBe(1.5);
+      // A draining worker is no longer judged: one ready worker has no balance.
+      two.state = "draining";
+      metrics = await host.scrape();
+      expect(metrics.find("keelson_balance_skew")).toHaveLength(0);
+    } finally {
+      now.mockRestore();
+    }
+  });
+
   it("sums all workers and reports each slot up", async () => {
     const host = new FakeHost();
     new ClusterMetrics().install(host);

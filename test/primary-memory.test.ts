@@ -10,7 +10,7 @@ afterEach(stopFakeSupervisors);
 const MB = 1024 ** 2;
 
 function report(worker: FakeWorkerProcess | undefined, rss: number): void {
-  const stats: WorkerStats = { rss, heapUsed: 0, elu: 0, delayMeanMs: 0, delayP99Ms: 0, inflight: 0, requests: 0 };
+  const stats: WorkerStats = { rss, heapUsed: 0, elu: 0, delayMeanMs: 0, delayP99Ms: 0, inflight: 0, requests: 0, connections: 0 };
   worker?.app.send(workerStatsMessage, stats);
 }
 

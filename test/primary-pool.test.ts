@@ -16,6 +16,7 @@ describe("the worker pool (in-process)", () => {
     await sup.clock.advance(0);
     expect(sup.cluster.forks.map((worker) => worker.env)).toEqual([1, 2, 3].map((id) => ({
       EXTRA: "1", PORT: "8080", KEELSON_WORKER_ID: String(id), KEELSON_LOG_FDS: "4,5", KEELSON_HEARTBEAT_INTERVAL: "500",
+      KEELSON_BALANCER: "round-robin",
     })));
     const settings = sup.cluster.settings;
     expect(isAbsolute(String(settings?.exec))).toBe(true);

@@ -74,7 +74,7 @@ describe("supervisor: control socket", () => {
     expect(human.code).toBe(0);
     expect(human.stdout).toMatch(/supervisor pid \d+, up .*, 2 worker\(s\) of test\/fixtures\/supervisor-app\.ts/);
     expect(human.stdout).toMatch(/breaker closed: 0 crash\(es\)/);
-    expect(human.stdout).toMatch(/^worker\s+pid\s+gen\s+state\s+uptime\s+restarts\s+rss\s+heap\s+fds\s+elu\s+delay p99\s+in flight\s+req\/s$/m);
+    expect(human.stdout).toMatch(/^worker\s+pid\s+gen\s+state\s+uptime\s+restarts\s+rss\s+heap\s+fds\s+elu\s+delay p99\s+in flight\s+req\/s\s+requests\s+conns$/m);
     expect(human.stdout).toMatch(/^primary\s+\d+\s+/m);
     for (const worker of report.workers) expect(human.stdout).toMatch(new RegExp(`^${worker.id}\\s+${worker.pid}\\s+1\\s+ready\\s+`, "m"));
 

@@ -33,6 +33,14 @@ let channel: PrimaryChannel | undefined;
 // SIGHUP is the primary's (rolling reload); one that reaches the whole group must not kill workers.
 const onHangup = () => {};
 
+/**
+ * True in a worker of a supervisor whose balancer is `reuseport`: the worker binds the port itself
+ * with SO_REUSEPORT (the kernel spreads connections) instead of sharing the primary's listener.
+ */
+export function listensWithReusePort(): boolean {
+  return cluster.isWorker && process.env.KEELSON_BALANCER === "reuseport";
+}
+
 /** The channel to the supervisor, or undefined outside a cluster worker. */
 export function getPrimaryChannel(): PrimaryChannel | undefined {
   if (channel === undefined && cluster.isWorker) channel = new Channel(processEndpoint());

@@ -16,6 +16,8 @@ export interface WorkerStats {
   inflight: number;
   /** Requests started since the worker began (the primary derives requests per second). */
   requests: number;
+  /** Connections its server accepted since the worker began (the balancer's share of the work). */
+  connections: number;
   /** Open file descriptors and their soft limit (undefined: unlimited); absent where unknown (not Linux). */
   fds?: number;
   fdLimit?: number;
@@ -28,6 +30,8 @@ export const workerStatsMessage = defineIpcMessage<WorkerStats>("status:stats");
 export interface RequestLoad {
   inflight(): number;
   requests(): number;
+  /** Connections accepted so far: one integer per connection, kept by the server's tracker. */
+  connections(): number;
 }
 
 /**
@@ -51,6 +55,7 @@ export function reportWorkerStats(primary: PrimaryChannel, load: RequestLoad, pe
     primary.send(workerStatsMessage, {
       rss: memory.rss, heapUsed: memory.heapUsed, elu: elu.utilization,
       delayMeanMs: round(mean), delayP99Ms: round(p99), inflight: load.inflight(), requests: load.requests(),
+      connections: load.connections(),
       ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
     });
   }, periodMs);
@@ -59,6 +64,32 @@ export function reportWorkerStats(primary: PrimaryChannel, load: RequestLoad, pe
     clearInterval(timer);
     delay.disable();
   };
+}
+
+/** Requests and accepted connections per second between two reports of one worker (`at` in ms). */
+export function loadRates(previous: { stats: WorkerStats; at: number } | undefined, stats: WorkerStats, at: number):
+  { requestsPerSecond: number; connectionsPerSecond: number } {
+  if (previous === undefined || at <= previous.at) return { requestsPerSecond: 0, connectionsPerSecond: 0 };
+  const seconds = (at - previous.at) / 1000;
+  const rate = (now: number, before: number | undefined) => Math.round(Math.max(0, now - (before ?? 0)) / seconds * 100) / 100;
+  return {
+    requestsPerSecond: rate(stats.requests, previous.stats.requests),
+    connectionsPerSecond: rate(stats.connections, previous.stats.connections),
+  };
+}
+
+/**
+ * How unevenly a load is spread over the workers: the busiest worker's rate divided by the mean
+ * rate. 1 is even; N (the number of workers) is everything on one worker. Undefined with fewer
+ * than two workers or no load at all.
+ *
+ * @example
+ * balanceSkew([300, 100]); // 1.5: one worker does three times the other's share
+ */
+export function balanceSkew(rates: readonly number[]): number | undefined {
+  if (rates.length < 2) return undefined;
+  const mean = rates.reduce((sum, rate) => sum + rate, 0) / rates.length;
+  return mean > 0 ? Math.round(Math.max(...rates) / mean * 100) / 100 : undefined;
 }
 
 const RESOLUTION_MS = 20;

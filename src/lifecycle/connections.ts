@@ -49,6 +49,8 @@ export class Connections {
   readonly #sockets = new Set<Socket>();
   /** Bytes each connection had read at the last look: one still receiving may be sending a request. */
   readonly #bytesSeen = new WeakMap<Socket, number>();
+  /** Connections accepted since the start: a worker's share of the balancer's work. */
+  accepted = 0;
 
   /**
    * Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. With `upgrades`
@@ -60,6 +62,7 @@ export class Connections {
     server.on("connection", (socket: Socket) => {
       // The slot exists before the first request, so every socket keeps one shape from here on.
       (socket as TrackedSocket)[RESPONDING] = undefined;
+      this.accepted++;
       this.#sockets.add(socket);
       socket.once("close", () => this.#sockets.delete(socket));
     });

@@ -107,20 +107,24 @@ export class Lifecycle {
     return this.#options.shutdownTimeout;
   }
 
-  /** Starts listening; rejects with a one-line reason when the port is taken or invalid. */
-  start(fetch: ServerHandler, port: number, host: string | undefined): Promise<string> {
+  /**
+   * Starts listening; rejects with a one-line reason when the port is taken or invalid. With
+   * `reusePort` it binds its own SO_REUSEPORT listener, even in a cluster worker.
+   */
+  start(fetch: ServerHandler, port: number, host: string | undefined, reusePort = false): Promise<string> {
     if (this.#starting) return Promise.reject(new Error("the server was already started"));
-    const starting = this.#bind(fetch, port, host);
+    const starting = this.#bind(fetch, port, host, reusePort);
     // A shutdown that begins meanwhile waits for the bind, whatever its outcome, then drains.
     this.#starting = starting.catch(() => undefined);
     return starting;
   }
 
-  async #bind(fetch: ServerHandler, port: number, host: string | undefined): Promise<string> {
+  async #bind(fetch: ServerHandler, port: number, host: string | undefined, reusePort: boolean): Promise<string> {
     if (!Number.isInteger(port) || port < 0 || port > 65535) {
       throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
     }
-    // exclusive: false lets cluster workers share the primary's handle; gracefulShutdown: false
+    // exclusive: false lets cluster workers share the primary's handle (round-robin); with reusePort
+    // each worker has a listener of its own (node makes it exclusive); gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
     // TrackedResponse: the drain knows which connections have a request in flight, and the status
@@ -128,8 +132,8 @@ export class Lifecycle {
     // crossws (WebSocket upgrades) only when the App has WebSocket routes: it costs the others nothing.
     const plugins = this.#options.websockets?.() ? [(await import("crossws/server/node")).plugin({})] : [];
     const server = serve({
-      fetch, port, hostname: host, silent: true, gracefulShutdown: false, plugins,
-      node: { exclusive: false, ServerResponse: TrackedResponse },
+      fetch, port, hostname: host, silent: true, gracefulShutdown: false, plugins, reusePort,
+      node: { exclusive: reusePort, ServerResponse: TrackedResponse },
     });
     const node = server.node?.server as NodeServer | undefined;
     if (node) this.#connections = new Connections(node, plugins.length > 0);
@@ -145,6 +149,11 @@ export class Lifecycle {
     this.server = server;
     this.state = "serving";
     return displayURL(server.url ?? `http://localhost:${port}/`);
+  }
+
+  /** Connections the server accepted so far. */
+  get acceptedConnections(): number {
+    return this.#connections?.accepted ?? 0;
   }
 
   /** The port actually bound (useful with port 0). */

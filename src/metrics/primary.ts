@@ -3,6 +3,7 @@ import { metricsCluster, metricsFinal, metricsSnapshot, type MetricsSnapshot } f
 import { MetricSet, PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 import type { MetricData } from "./request-histogram.js";
 import { limitHitsMetric, logDropsMetric } from "./log-drops.js";
+import { balanceSkew, loadRates, workerStatsMessage, type WorkerStats } from "../cluster/worker-stats.js";
 
 /** What the aggregator needs from the primary. */
 export interface MetricsHost extends Pick<FeatureHost, "handle"> {
@@ -13,6 +14,8 @@ interface Tracked {
   readonly worker: SupervisedWorker;
   /** Its latest snapshot: from the last scrape it answered, or the one it sent after draining. */
   last: MetricsSnapshot | undefined;
+  /** Its latest load report (every heartbeat period), with the rates since the one before. */
+  load?: { stats: WorkerStats; at: number; requestsPerSecond: number; connectionsPerSecond: number };
 }
 
 interface Answer {
@@ -35,6 +38,10 @@ const MAX_TIMEOUT_MS = 30_000;
  *   `keelson_worker_scrape_duration_seconds{worker}` is how long it took to answer;
  * - `keelson_log_lines_dropped_total` adds the primary's own dropped log lines (a stalled
  *   stdout reader) to the workers'.
+ * - the balance, from the workers' load reports: `keelson_worker_connections_accepted_total{worker}`
+ *   and `keelson_worker_requests_started_total{worker}` (the slot's current worker, so they restart
+ *   at 0 with a new worker, as any counter of a restarted process), and `keelson_balance_skew{of}`
+ *   (the busiest ready worker's requests or connections per second over the mean: 1 is even).
  */
 export class ClusterMetrics {
   readonly #tracked = new Map<number, Tracked>();
@@ -46,8 +53,13 @@ export class ClusterMetrics {
   install(host: MetricsHost): this {
     host.onWorker((worker) => {
       this.#retireExited();
-      this.#tracked.set(worker.pid, { worker, last: undefined });
+      const tracked: Tracked = { worker, last: undefined };
+      this.#tracked.set(worker.pid, tracked);
       this.#slots.add(worker.id);
+      worker.channel.on(workerStatsMessage, (stats) => {
+        const at = performance.now();
+        tracked.load = { stats, at, ...loadRates(tracked.load, stats, at) };
+      });
     });
     host.handle(metricsCluster, ({ timeoutMs }) => this.readExposition(timeoutMs));
     host.handle(metricsFinal, ({ pid, snapshot }) => {
@@ -86,8 +98,29 @@ export class ClusterMetrics {
     set.add([
       gauge("keelson_worker_up", "1 if the worker in this slot answered the last metrics scrape in time, else 0.", up),
       gauge("keelson_worker_scrape_duration_seconds", "How long the worker in this slot took to send its metrics.", seconds),
+      ...this.#balance(),
     ], "as-is");
     return { text: set.render(), contentType: PROMETHEUS_CONTENT_TYPE };
+  }
+
+  /** Per-slot accepted connections and started requests, and the skew of their rates over the ready workers. */
+  #balance(): MetricData[] {
+    const ready = [...this.#tracked.values()].filter((tracked) => tracked.worker.state === "ready" && tracked.load !== undefined);
+    const bySlot = (read: (stats: WorkerStats) => number) => new Map(ready.map((tracked) => [tracked.worker.id, read(tracked.load!.stats)]));
+    return [
+      { ...gauge("keelson_worker_connections_accepted_total", "Connections the current worker of this slot has accepted.",
+        bySlot((stats) => stats.connections ?? 0)), type: "counter" },
+      { ...gauge("keelson_worker_requests_started_total", "Requests the current worker of this slot has started.",
+        bySlot((stats) => stats.requests)), type: "counter" },
+      {
+        name: "keelson_balance_skew", type: "gauge", aggregator: "omit",
+        help: "The busiest ready worker's rate divided by the mean rate over the last report period (1 is even, N is all on one of N workers).",
+        values: [
+          ...skewSample("requests", ready.map((t) => t.load!.requestsPerSecond)),
+          ...skewSample("connections", ready.map((t) => t.load!.connectionsPerSecond)),
+        ],
+      },
+    ];
   }
 
   /** Asks one worker for its snapshot; undefined when it does not answer in time (or is gone). */
@@ -111,6 +144,12 @@ export class ClusterMetrics {
       this.#tracked.delete(pid);
     }
   }
+}
+
+/** No sample with fewer than two ready workers or no load: there is no balance to judge. */
+function skewSample(of: string, rates: number[]): MetricData["values"] {
+  const value = balanceSkew(rates);
+  return value === undefined ? [] : [{ value, labels: { of } }];
 }
 
 function gauge(name: string, help: string, bySlot: ReadonlyMap<number, number>): MetricData {

@@ -7,7 +7,7 @@ import { Channel, type Envelope, type PrimaryMessages, type WorkerMessages } fro
 import type { Clock } from "../../supervisor/clock.js";
 import type { FeatureInstaller } from "../../supervisor/features.js";
 import type { SupervisorOptions } from "../../supervisor/options.js";
-import { Supervisor } from "../../supervisor/primary.js";
+import { Supervisor, type SupervisorSeams } from "../../supervisor/primary.js";
 import type { ForkSetup, WorkerProcess } from "../../supervisor/worker-process.js";
 import { captureLogs, type LogCapture } from "./logs.js";
 
@@ -249,14 +249,16 @@ export async function stopFakeSupervisors(): Promise<void> {
  * handlers, no process exit, no control socket, no metrics port. `features` defaults to none, so
  * each test installs only what it exercises (pass FEATURES for the real list).
  */
-export function fakeSupervisor(options: Partial<SupervisorOptions> = {}, seams: { features?: readonly FeatureInstaller[]; autoReady?: boolean } = {}): FakeSupervisor {
+export function fakeSupervisor(options: Partial<SupervisorOptions> = {}, seams: {
+  features?: readonly FeatureInstaller[]; autoReady?: boolean; probePort?: SupervisorSeams["probePort"]; balancerHost?: SupervisorSeams["balancerHost"];
+} = {}): FakeSupervisor {
   const logs = captureLogs();
   const clock = new ManualClock();
   const cluster = new FakeCluster({ autoReady: seams.autoReady });
   const supervisor = new Supervisor({
     entry: "test/fixtures/supervisor-app.ts", workers: 2, handleSignals: false, exitProcess: false, controlSocket: false,
     metricsPort: false, watchdogTimeout: 0, logger: logs.logger, ...options,
-  }, { fork: cluster.setup, clock, features: seams.features ?? [] });
+  }, { fork: cluster.setup, clock, features: seams.features ?? [], probePort: seams.probePort, balancerHost: seams.balancerHost });
   const fake: FakeSupervisor = {
     supervisor, cluster, clock, logs,
     output: () => logs.lines().join("\n"),
