@@ -71,9 +71,10 @@ describe("docs/limits.md", () => {
   });
 });
 
+const form = (formLimits: Record<string, unknown>) => () =>
+  new App({ port: 0 }).route(post("/f", { bodyType: "form", body: z.object({}), formLimits }, () => null));
+
 describe("options that bound a client's input refuse an unbounded value", () => {
-  const form = (formLimits: Record<string, unknown>) => () =>
-    new App({ port: 0 }).route(post("/f", { bodyType: "form", body: z.object({}), formLimits }, () => null));
   it.each([
     ["bodyLimit", () => new App({ port: 0, bodyLimit: Number.POSITIVE_INFINITY })],
     ["route bodyLimit", () => new App({ port: 0 }).route(post("/j", { bodyLimit: Number.POSITIVE_INFINITY }, () => null))],
