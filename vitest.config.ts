@@ -6,13 +6,14 @@ import { defineConfig } from "vitest/config";
 // The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
 const socket = [
-  "app", "auth", "body", "cookies", "forms", "h3-compat*", "integrations", "jobs", "metrics", "rate-limit-ipv6", "request-id", "request-logger", "response-schema", "security-headers",
+  "app", "auth", "body", "cookies", "websockets", "forms", "h3-compat*", "integrations", "jobs", "metrics", "rate-limit-ipv6", "request-id", "request-logger", "response-schema", "security-headers",
   "status-line", "tracing", "validation",
 ];
 const process = [
   "bundle", "cli-*", "client", "lazy-packages", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "request-id-cluster", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "streams-replay", "supervisor*", "tracing-exit", "uploads-process",
+  "websockets-process",
 ];
 const browser = ["browser-*"];
 const files = (names: string[]) => names.map((name) => `test/${name}.test.ts`);

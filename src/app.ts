@@ -23,7 +23,8 @@ import { levelRank, parseLogLevel } from "./logging/level.js";
 import { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
-import { OpenStreams, isWebSocketRoute } from "./streams/open-streams.js";
+import { OpenStreams } from "./streams/open-streams.js";
+import { DEFAULT_WS_MAX_QUEUED_BYTES, DEFAULT_WS_PING_INTERVAL_MS, Upgrades } from "./streams/upgrades.js";
 
 export type { ResolvedConfig } from "./config.js";
 
@@ -103,6 +104,7 @@ export class App implements Router {
     this.config = resolveConfig(config);
     this.logger = resolveLogger(config, this.config.env === "production");
     const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
+    let upgrades: Upgrades | undefined;
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
     this.#lifecycle = new Lifecycle({
       logger: this.logger,
@@ -111,7 +113,16 @@ export class App implements Router {
       hooks: this.#hooks,
       inflight: () => this.#pipeline.inflight,
       streams,
-      websockets: () => this.#routes.some(({ route }) => isWebSocketRoute(route)),
+      // Every WebSocket upgrade, keelson's websocket() routes and h3's own handlers alike.
+      upgrade: (req, socket, head) => (upgrades ??= new Upgrades({
+        fetch: this.fetch, streams, logger: this.logger, metrics: () => this.#pipeline.metrics,
+        defaults: {
+          // ws reads a maxPayload of 0 as no limit: a bodyLimit of 0 still bounds messages.
+          maxMessageBytes: Math.max(1, this.config.bodyLimit),
+          maxQueuedBytes: DEFAULT_WS_MAX_QUEUED_BYTES,
+          pingIntervalMs: DEFAULT_WS_PING_INTERVAL_MS,
+        },
+      })).handle(req, socket, head),
     });
     // Steps 1–4 of the construction order in docs/routing.md: the pipeline starts request logging
     // and CORS in onRequest, panic recovery and the error handler are onError, and the log line is

@@ -19,6 +19,11 @@ export interface MetricsCollector {
   streamOpened?(kind: string, route: string): void;
   /** It ended. Streams are not observed through `observeRequest`: their duration is not a request latency. */
   streamClosed?(kind: string, route: string): void;
+  /**
+   * keelson closed a WebSocket of `route` on its own, at a limit: `reason` is `message_too_big`
+   * (closed with 1009), `backlog` (its send buffer passed maxQueuedBytes) or `ping_timeout`.
+   */
+  webSocketLimitClosed?(route: string, reason: string): void;
 }
 
 /** The `route` value passed to metrics collectors and tracers for requests that matched no route. */

@@ -38,6 +38,11 @@ describe("packages loaded at first use (a fresh process)", () => {
     expect(JSON.parse(output.split("\n").find((line) => line.startsWith("{\"built\"")) ?? "{}")).toEqual({ built: false, websocketRoute: true });
   });
 
+  it("an App with no keelson WebSocket route loads crossws at its first upgrade, not when it listens, and serves h3's WebSocket handler", () => {
+    const output = execFileSync(process.execPath, ["--import", "tsx", "test/fixtures/lazy-crossws.ts", "upgrade"], { cwd: ROOT, encoding: "utf8", timeout: 60_000 });
+    expect(JSON.parse(output.split("\n").find((line) => line.startsWith("{\"listening\"")) ?? "{}")).toEqual({ listening: false, echo: "ping", upgraded: true });
+  });
+
   it.each([
     ["createPrometheus()", 'import { createPrometheus } from "./src/metrics/index.js";\ncreatePrometheus();', "createPrometheus() needs the package prom-client"],
     ["a route with a response schema", 'import { z } from "zod";\nimport { App, get } from "./src/index.js";\n' +

@@ -3,6 +3,9 @@ import type { Span } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
 
+/** Set on a request that came through the server's `upgrade` event (`streams/upgrades.ts`). */
+export const UPGRADE = Symbol("keelson.upgrade");
+
 /** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
 export class RequestState {
   readonly event: H3Event;
@@ -19,6 +22,12 @@ export class RequestState {
    * socket ends, and the request is logged, measured and its span ended then, not at its head.
    */
   stream: Promise<number> | undefined;
+  /**
+   * Set for a request that came through the server's `upgrade` event (a WebSocket handshake):
+   * settles `stream` once its outcome is known, the socket's end for one that opened
+   * (`streams/upgrades.ts`).
+   */
+  upgraded: ((status: number) => void) | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
@@ -28,6 +37,9 @@ export class RequestState {
     this.error = undefined;
     this.#logger = undefined;
     this.stream = undefined;
+    this.upgraded = undefined;
+    // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
+    if ((event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */

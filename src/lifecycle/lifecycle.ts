@@ -1,4 +1,5 @@
-import type { Server as NodeServer } from "node:http";
+import type { IncomingMessage, Server as NodeServer } from "node:http";
+import type { Duplex } from "node:stream";
 import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
@@ -39,8 +40,8 @@ export interface LifecycleOptions {
   inflight: () => number;
   /** The App's event streams and WebSockets: ended on purpose when the drain starts. */
   streams?: OpenStreams;
-  /** True when the App has WebSocket routes: the server then serves upgrades (crossws). */
-  websockets?: () => boolean;
+  /** Serves a WebSocket upgrade request (the server's `upgrade` event); without it, none is served. */
+  upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
 
 export type LifecycleState = "created" | "serving" | "draining" | "terminated";
@@ -64,6 +65,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+function isWebSocketUpgrade(request: IncomingMessage): boolean {
+  return request.headers.upgrade?.toLowerCase() === "websocket";
 }
 
 /** `http://[::]:3000/` is where it listens, not where to go: print a URL a browser can open. */
@@ -129,14 +134,16 @@ export class Lifecycle {
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
     // TrackedResponse: the drain knows which connections have a request in flight, and the status
     // line carries its reason phrase (`200 OK`, not `200 `).
-    // crossws (WebSocket upgrades) only when the App has WebSocket routes: it costs the others nothing.
-    const plugins = this.#options.websockets?.() ? [(await import("crossws/server/node")).plugin({})] : [];
+    // shouldUpgradeCallback: only a WebSocket upgrade leaves the HTTP path (Node ≥ 22.21; before it,
+    // any Upgrade request goes to the upgrade handler, which answers it through the App all the same).
+    const upgrade = this.#options.upgrade;
     const server = serve({
-      fetch, port, hostname: host, silent: true, gracefulShutdown: false, plugins, reusePort,
-      node: { exclusive: reusePort, ServerResponse: TrackedResponse },
+      fetch, port, hostname: host, silent: true, gracefulShutdown: false, reusePort,
+      node: { exclusive: reusePort, ServerResponse: TrackedResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
-    if (node) this.#connections = new Connections(node, plugins.length > 0);
+    if (node) this.#connections = new Connections(node, upgrade !== undefined);
+    if (node && upgrade) node.on("upgrade", upgrade);
     try {
       await server.ready();
     } catch (error) {

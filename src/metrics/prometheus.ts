@@ -225,8 +225,9 @@ function withShedCounter(histogram: RequestHistogram, registry: () => Registry, 
  * `keelson_open_streams{kind,route}`: event streams (`sse`) and WebSockets open now, registered at
  * the first one. A gauge: under the supervisor it is kept per worker (a `worker` label), not summed.
  */
-function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed"> {
+function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCollector, "streamOpened" | "streamClosed" | "webSocketLimitClosed"> {
   let open: Gauge | undefined;
+  let limitCloses: Counter | undefined;
   const gauge = () => (open ??= new (loadPromClient().Gauge)({
     name: `${prefix}keelson_open_streams`, help: "Event streams (kind sse) and WebSockets (kind websocket) open now, by route.",
     labelNames: ["kind", "route"], registers: [registry()],
@@ -234,6 +235,11 @@ function streamMetrics(registry: () => Registry, prefix: string): Pick<MetricsCo
   return {
     streamOpened: (kind, route) => gauge().inc({ kind, route }),
     streamClosed: (kind, route) => gauge().dec({ kind, route }),
+    webSocketLimitClosed: (route, reason) => (limitCloses ??= new (loadPromClient().Counter)({
+      name: `${prefix}keelson_websocket_limit_closes_total`,
+      help: "WebSockets keelson closed at a limit, by route and reason (message_too_big, backlog, ping_timeout).",
+      labelNames: ["route", "reason"], registers: [registry()],
+    })).inc({ route, reason }),
   };
 }
 

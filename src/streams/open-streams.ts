@@ -1,18 +1,6 @@
 import type { MetricsCollector } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 
-const webSocketRoutes = new WeakSet<object>();
-
-/** Marks a route as a WebSocket route: `listen()` then serves upgrades (crossws). */
-export function markWebSocketRoute<R extends object>(route: R): R {
-  webSocketRoutes.add(route);
-  return route;
-}
-
-export function isWebSocketRoute(route: object): boolean {
-  return webSocketRoutes.has(route);
-}
-
 /** How long the application's last message (`onShutdown`, a WebSocket's `shutdown`) is awaited at the drain. */
 export const LAST_WORDS_MS = 1000;
 
@@ -79,6 +67,11 @@ export class OpenStreams {
   delete(connection: LongConnection): void {
     if (!this.#open.delete(connection)) return;
     this.#observe(() => this.#metrics()?.streamClosed?.(connection.kind, connection.route));
+  }
+
+  /** keelson closed a WebSocket of `route` at a limit (`keelson_websocket_limit_closes_total`). */
+  limitClosed(route: string, reason: string): void {
+    this.#observe(() => this.#metrics()?.webSocketLimitClosed?.(route, reason));
   }
 
   /** Ends every open connection (see `LongConnection.end`); resolves when all are closed or `graceMs` has passed. */

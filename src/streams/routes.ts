@@ -3,8 +3,8 @@ import { checkOptionalNumber } from "../checks.js";
 import type { HandlerContext } from "../http/context.js";
 import { Route, type PathParams, type RawQuery, type RouteOptions } from "../http/route.js";
 import { EventStream, eventStreamConnection, validateEventStreamOptions, type EventStreamOptions } from "./event-stream.js";
-import { markWebSocketRoute } from "./open-streams.js";
-import { DEFAULT_WS_MAX_QUEUED_BYTES, trackedHooks, type WebSocketHooks, type WebSocketOptions } from "./websocket.js";
+import { DEFAULT_WS_MAX_QUEUED_BYTES, acceptUpgrade } from "./upgrades.js";
+import { keelsonHooks, type WebSocketHooks, type WebSocketOptions } from "./websocket.js";
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
 
@@ -21,8 +21,6 @@ export type EventStreamHandler<P = Record<string, string>, Q = RawQuery> = (
 export type WebSocketHandler<P = Record<string, string>, Q = RawQuery> = (
   ctx: HandlerContext<P, Q, undefined>,
 ) => WebSocketHooks | Promise<WebSocketHooks>;
-
-const ignore = (): void => {};
 
 const SSE_HEADERS = {
   "content-type": "text/event-stream; charset=utf-8",
@@ -106,7 +104,8 @@ type DefineWebSocket = {
  * The handler runs on the upgrade request, after the route's middleware and validation: throw to
  * refuse it (the client gets the error response), return the connection's hooks to accept it.
  * When the App drains, each socket gets the `shutdown` hook, then close frame 1001 "going away".
- * A plain GET gets 426 Upgrade Required.
+ * A plain GET gets 426 Upgrade Required. Options: `maxMessageBytes` (default the App's
+ * `bodyLimit`; past it close 1009), `maxQueuedBytes` (1 MiB), `pingIntervalMs` (30000).
  *
  * @example
  * app.route(websocket("/rooms/:room/socket", (ctx) => ({
@@ -114,39 +113,41 @@ type DefineWebSocket = {
  *   message: (socket, message) => void publish(`room:${ctx.params.room}`, message.text()),
  * })));
  */
-// crossws (with the ws library it bundles) loads with the first WebSocket route, not with keelson:
-// an App without one never needs it. `listen()` loads its node adapter before the first upgrade.
-let crossws: Promise<typeof import("crossws")> | undefined;
-const loadCrossws = (): Promise<typeof import("crossws")> => (crossws ??= import("crossws"));
+// crossws (with the ws library it bundles) starts loading with the first WebSocket route, so that
+// the first upgrade does not wait for it; an App without one loads it at its first upgrade, if any.
+let nodeAdapter: Promise<unknown> | undefined;
+const preloadCrossws = (): void => void (nodeAdapter ??= import("crossws/adapters/node").catch(() => undefined));
 
 export const websocket: DefineWebSocket = ((path: string, a: object, b?: object) => {
   const hasOptions = b !== undefined;
-  const [wsOptions, routeOptions] = split((hasOptions ? a : {}) as WebSocketOptions & RouteOptions, ["maxQueuedBytes"] as const);
+  const [wsOptions, routeOptions] = split((hasOptions ? a : {}) as WebSocketOptions & RouteOptions, ["maxQueuedBytes", "maxMessageBytes", "pingIntervalMs"] as const);
   const maxQueuedBytes = checkOptionalNumber(wsOptions.maxQueuedBytes, "maxQueuedBytes", { integer: true, min: 1 }) ?? DEFAULT_WS_MAX_QUEUED_BYTES;
+  const limits = {
+    maxQueuedBytes,
+    maxMessageBytes: checkOptionalNumber(wsOptions.maxMessageBytes, "maxMessageBytes", { integer: true, min: 1 }),
+    pingIntervalMs: checkOptionalNumber(wsOptions.pingIntervalMs, "pingIntervalMs", { integer: true, min: 0 }),
+  };
   const handler = (hasOptions ? b : a) as WebSocketHandler<unknown, unknown> | WebSocketHooks;
   if (typeof handler !== "function" && (typeof handler !== "object" || handler === null)) {
     throw new TypeError(`websocket("${path}"): expected a handler function or a hooks object`);
   }
-  void loadCrossws();
+  preloadCrossws();
   const responses = {
     101: { description: "Switching Protocols: the WebSocket connection is open." },
     426: { description: "Upgrade Required: the request was not a WebSocket upgrade." },
     ...(routeOptions as RouteOptions).responses,
   };
-  return markWebSocketRoute(new Route("GET", path, async (ctx: HandlerContext<unknown, unknown, undefined>) => {
+  return new Route("GET", path, async (ctx: HandlerContext<unknown, unknown, undefined>) => {
     const request = ctx.event.req;
     if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("WebSocket upgrade is required.", { status: 426, headers: { upgrade: "websocket" } });
     }
     const hooks = typeof handler === "function" ? await handler(ctx) : handler;
-    const state = ctx.event.context.keelson;
-    let settle: (status: number) => void = ignore;
-    if (state !== undefined) state.stream = new Promise<number>((resolve) => (settle = resolve));
-    (await loadCrossws()).setWebSocketHooks(request, trackedHooks({
+    const crossws = keelsonHooks({
       hooks, route: ctx.event.context.matchedRoute?.route ?? path, streams: ctx.openStreams, logger: ctx.appLogger,
-      lastEventId: lastEventIdOf(ctx), maxQueuedBytes, ended: settle,
-    }));
-    // crossws takes the hooks from the request when it sees this answer (h3's own defineWebSocketHandler does the same).
-    return new Response("WebSocket upgrade is required.", { status: 426 });
-  }, { ...routeOptions, responses }));
+      lastEventId: lastEventIdOf(ctx), limits, maxQueuedBytes,
+    });
+    // The server's upgrade handler (streams/upgrades.ts) takes the hooks from this answer.
+    return acceptUpgrade(request, crossws);
+  }, { ...routeOptions, responses });
 }) as DefineWebSocket;

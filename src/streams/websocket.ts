@@ -2,15 +2,30 @@ import type { Hooks, Message, Peer } from "crossws";
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
-import { lastWords, type LongConnection, type OpenStreams } from "./open-streams.js";
+import { lastWords, type OpenStreams } from "./open-streams.js";
+import { GOING_AWAY, SOCKET_SETTINGS, type SocketSettings } from "./upgrades.js";
+
+export { GOING_AWAY };
 
 /** Settings of a WebSocket route (`websocket()`); every one is optional. */
 export interface WebSocketOptions {
   /**
-   * Bytes that may wait in a socket's send buffer when a channel event arrives (default 1 MiB).
-   * Past it the client is dropped: the socket is terminated, the reason logged.
+   * Bytes that may wait in a socket's send buffer, the app's messages and the pongs it owes
+   * (default 1 MiB). Past it the client is dropped: the socket is terminated, the reason logged
+   * and counted (`keelson_websocket_limit_closes_total{reason="backlog"}`).
    */
   maxQueuedBytes?: number;
+  /**
+   * The largest message a client may send, in bytes (default: the App's `bodyLimit`). Past it the
+   * socket is closed with 1009 "message too big" and counted (`reason="message_too_big"`).
+   */
+  maxMessageBytes?: number;
+  /**
+   * A ping every this many ms (default 30000); a client from which nothing (a pong, a message, a
+   * ping) arrived during a whole interval after one is dropped and counted (`reason="ping_timeout"`).
+   * 0 sends no ping: a half-open client then stays until the OS gives up on the connection.
+   */
+  pingIntervalMs?: number;
 }
 
 /** The hooks of one WebSocket connection, returned by a `websocket()` route's handler. */
@@ -26,9 +41,6 @@ export interface WebSocketHooks {
   shutdown?(socket: KeelsonSocket, reason: string): void | Promise<void>;
 }
 
-export const DEFAULT_WS_MAX_QUEUED_BYTES = 1024 * 1024;
-/** Close code 1001: the server is going away (RFC 6455 §7.4.1). */
-export const GOING_AWAY = 1001;
 
 /**
  * One open WebSocket of a `websocket()` route: crossws's `peer` plus channel subscriptions.
@@ -41,15 +53,18 @@ export class KeelsonSocket {
   readonly lastEventId: string | undefined;
   readonly #maxQueuedBytes: number;
   readonly #logger: Logger;
+  readonly #dropped: () => void;
   readonly #cleanups: (() => void)[] = [];
   #resumed = false;
   #closed = false;
 
-  constructor(peer: Peer, lastEventId: string | undefined, maxQueuedBytes: number, logger: Logger) {
+  /** @internal Made by a `websocket()` route when its connection opens. */
+  constructor(peer: Peer, lastEventId: string | undefined, maxQueuedBytes: number, logger: Logger, dropped: () => void = () => {}) {
     this.peer = peer;
     this.lastEventId = lastEventId;
     this.#maxQueuedBytes = maxQueuedBytes;
     this.#logger = logger;
+    this.#dropped = dropped;
   }
 
   /** Sends a text frame: a string as is, any other value as JSON. False once closed. */
@@ -86,6 +101,7 @@ export class KeelsonSocket {
     if (this.peer.bufferedAmount > this.#maxQueuedBytes) {
       this.#logger.warn("WebSocket client dropped: %d bytes waiting, over maxQueuedBytes (%d): the client does not read",
         this.peer.bufferedAmount, this.#maxQueuedBytes);
+      this.#dropped();
       this.release();
       this.peer.terminate();
       return;
@@ -109,47 +125,29 @@ export class KeelsonSocket {
 }
 
 /**
- * The crossws hooks of one upgrade request: they wrap the application's, track the socket on the
- * App (metrics, drain) and settle `ended` with the status to log (101) when it closes.
+ * The crossws hooks of one accepted upgrade of a `websocket()` route: they give the application's
+ * hooks a `KeelsonSocket` and carry the route's limits and its goodbye at the drain for
+ * `streams/upgrades.ts`, which tracks the socket (log line, metrics, drain, ping).
  */
-export function trackedHooks(options: {
+export function keelsonHooks(options: {
   hooks: WebSocketHooks;
   route: string;
   streams: OpenStreams;
   logger: Logger;
   lastEventId: string | undefined;
+  limits: Omit<SocketSettings, "goAway">;
   maxQueuedBytes: number;
-  /** Settles the request's record: the status to log. */
-  ended: (status: number) => void;
-}): Partial<Hooks> {
-  const { hooks, route, streams, logger, lastEventId, maxQueuedBytes, ended } = options;
+}): Partial<Hooks> & { [SOCKET_SETTINGS]: SocketSettings } {
+  const { hooks, route, streams, logger, lastEventId, limits, maxQueuedBytes } = options;
   let socket: KeelsonSocket | undefined;
-  let connection: LongConnection | undefined;
-  let isClosed = false;
-  let closedAt: (() => void) | undefined;
-  const closed = new Promise<void>((resolve) => (closedAt = resolve));
-  // An upgrade that crossws refuses or that the client abandons never opens: still one log line.
-  const never = setTimeout(() => ended(socket === undefined ? 400 : 101), 10_000);
-  never.unref();
   const fail = (what: string) => (error: unknown) => logger.logError("WebSocket %s hook on %s failed: %s", what, route, (error as Error)?.stack ?? String(error));
   return {
+    [SOCKET_SETTINGS]: {
+      ...limits,
+      goAway: (peer, reason) => socket === undefined ? Promise.resolve(peer.close(GOING_AWAY, "going away")) : socket.goAway(hooks.shutdown, reason, logger),
+    },
     open(peer) {
-      clearTimeout(never);
-      socket = new KeelsonSocket(peer, lastEventId, maxQueuedBytes, logger);
-      const current = socket;
-      connection = {
-        kind: "websocket",
-        route,
-        end: async (reason, graceMs) => {
-          await current.goAway(hooks.shutdown, reason, logger);
-          let timer: NodeJS.Timeout | undefined;
-          await Promise.race([closed, new Promise<void>((resolve) => (timer = setTimeout(resolve, graceMs)))]);
-          clearTimeout(timer);
-          // The client did not answer the close frame in time: the drain does not wait for it.
-          if (!isClosed) peer.terminate();
-        },
-      };
-      streams.add(connection);
+      const current = socket = new KeelsonSocket(peer, lastEventId, maxQueuedBytes, logger, () => streams.limitClosed(route, "backlog"));
       return Promise.resolve().then(() => hooks.open?.(current)).catch(fail("open"));
     },
     message(_peer, message) {
@@ -159,14 +157,9 @@ export function trackedHooks(options: {
       if (socket !== undefined) return Promise.resolve().then(() => hooks.error?.(socket!, error)).catch(fail("error"));
     },
     close(_peer, details) {
-      clearTimeout(never);
       const current = socket;
       if (current === undefined) return;
-      isClosed = true;
       current.release();
-      if (connection !== undefined) streams.delete(connection);
-      closedAt?.();
-      ended(101);
       return Promise.resolve().then(() => hooks.close?.(current, details)).catch(fail("close"));
     },
   };
