@@ -96,10 +96,12 @@ describe("the example's document lists every status its routes answer", () => {
     for (const [method, template, url] of writes) {
       expect((await hit(method, template, url, { headers: JSON_TYPE, body: BOOK })).status).toBe(401);
       expect((await hit(method, template, url, { headers: reader, body: BOOK })).status).toBe(403);
-      // Bodies: malformed (400), over the limit (413), not JSON (415).
+      // Bodies: malformed (400), over the limit (413), not JSON (415) where the route has a body schema.
+      // DELETE has none: a body that is not JSON is left for the handler (h3's readers), which ignores it and deletes.
       expect((await hit(method, template, url, { headers: writer, body: "{nope" })).status).toBe(400);
       expect((await hit(method, template, url, { headers: writer, body: huge })).status).toBe(413);
-      expect((await hit(method, template, url, { headers: { ...writer, "content-type": "text/plain" }, body: BOOK })).status).toBe(415);
+      const notJSON = await hit(method, template, url, { headers: { ...writer, "content-type": "text/plain" }, body: BOOK });
+      expect(notJSON.status).toBe(method === "DELETE" ? 204 : 415);
     }
   });
 

@@ -46,7 +46,7 @@ describe("cluster features on the primary", () => {
     };
     const options = resolveOptions({ entry: "app.ts", workers: 1, metricsPort: 0, controlSocket: false });
     for (const install of FEATURES) install(host, options);
-    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take", "streams:publish", "streams:replay"]);
+    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take", "streams:publish", "streams:replay", "streams:piece"]);
     expect(heard).toEqual(["metrics:hello", "streams:interest"]);
     expect([workerListeners, stopListeners]).toEqual([3, 1]);
   });

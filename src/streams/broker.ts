@@ -1,9 +1,8 @@
 import type { ChannelEvent, ReplayPlan } from "./event.js";
 import type { StreamStore } from "./postgres-store.js";
-import type { ReplayLimits, ReplayLog } from "./replay-log.js";
+import type { PublishLimits, ReplayLog } from "./replay-log.js";
 
-/** What each publish carries of its process's settings (under the supervisor, to the primary's log). */
-export type PublishLimits = Pick<ReplayLimits, "replayEvents" | "replayBytes" | "replayTotalBytes">;
+export type { PublishLimits };
 
 /**
  * Where a pod's events are numbered and buffered for replay: in memory (one pod: the supervisor's

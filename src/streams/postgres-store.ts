@@ -4,7 +4,7 @@ import type { ChannelEvent, ReplayPlan } from "./event.js";
 import { parseEventId } from "./event.js";
 import type { Logger } from "../logging/logger.js";
 import { countLimitHit } from "../limit-hits.js";
-import type { PublishLimits } from "./broker.js";
+import type { PublishLimits } from "./replay-log.js";
 
 /**
  * Fan-out across pods through PostgreSQL: every pod's broker (the supervisor's primary, or a

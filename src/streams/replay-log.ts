@@ -15,6 +15,9 @@ export interface ReplayLimits {
   maxChannels: number;
 }
 
+/** What each publish carries of its process's settings (under the supervisor, to the primary's log). */
+export type PublishLimits = Pick<ReplayLimits, "replayEvents" | "replayBytes" | "replayTotalBytes">;
+
 export const DEFAULT_REPLAY_EVENTS = 1000;
 export const DEFAULT_REPLAY_BYTES = 4 * 1024 * 1024;
 export const DEFAULT_REPLAY_TOTAL_BYTES = 64 * 1024 * 1024;
