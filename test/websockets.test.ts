@@ -143,8 +143,8 @@ describe("a client that pings and never reads", () => {
       sent += 1000;
     }
     await raw.closed;
-    expect(metrics).toContain("limit /socket backlog");
-    expect(lines().join("\n")).toMatch(/WebSocket client on \/socket dropped: \d+ bytes waiting, over maxQueuedBytes \(65536\): it sends pings and does not read/);
+    expect(metrics.filter((entry) => entry === "limit /socket backlog")).toHaveLength(1);
+    expect(lines().filter((line) => /WebSocket client on \/socket dropped: \d+ bytes waiting, over maxQueuedBytes \(65536\): it sends pings and does not read/.test(line))).toHaveLength(1);
   });
 
   it("a client that pings and reads gets every pong and stays", async () => {

@@ -216,7 +216,11 @@ class TrackedSocket {
     let owed: Buffer | undefined;
     let owedBytes = 0;
     const count = (reason: SocketLimitReason) => streams.limitClosed(route, reason);
+    // Pings ws has already parsed keep arriving after terminate(): one drop is logged and counted once.
+    let dropped = false;
     const drop = (raw: RawSocket, reason: SocketLimitReason, why: string, ...args: unknown[]) => {
+      if (dropped) return;
+      dropped = true;
       logger.warn(`WebSocket client on %s dropped: ${why}`, route, ...args);
       count(reason);
       raw.terminate();
