@@ -73,7 +73,10 @@ describe.skipIf(ns === undefined)("supervisor: the reuseport balancer", () => {
     for (let tries = 0; tries < 100; tries++) {
       const reply = await sendControl(SOCKET, { command: "status" }, 5000);
       workers = reply.ok && "status" in reply ? reply.status.workers.filter((w) => now.includes(w.pid)) : [];
-      if (workers.reduce((sum, w) => sum + (w.stats?.connections ?? 0), 0) >= 200) break;
+      // A heartbeat's figures can be taken between a connection's accept and its request's start:
+      // wait for one in which every connection has its request.
+      const settled = workers.every((w) => w.stats?.connections === w.stats?.requests);
+      if (settled && workers.reduce((sum, w) => sum + (w.stats?.connections ?? 0), 0) >= 200) break;
       await sleep(200);
     }
     expect(workers.map((w) => w.stats?.connections).reduce((a = 0, b = 0) => a + b, 0)).toBeGreaterThanOrEqual(200);
