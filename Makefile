@@ -98,7 +98,7 @@ fleet: test-prerequisites $(STAMP)
 # on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).
 # TARGETS=keelson,keelson-ratelimit compares a variant with plain keelson.
 bench-instructions: build-bench
-	node --import tsx load-tests/bench.ts instructions $(if $(TARGETS),--targets $(TARGETS))
+	node --import tsx load-tests/bench.ts instructions $(if $(TARGETS),--targets $(TARGETS)) $(if $(ACCEPT_ENCODING),--accept-encoding '$(ACCEPT_ENCODING)')
 
 # The example's container image (docker/Dockerfile), tagged $(IMAGE) and $(IMAGE):<package.json version>.
 # Needs a Docker engine; without one it says so and fails, so CI never mistakes "skipped" for "built".

@@ -31,6 +31,7 @@ export {
   type RateLimitAlgorithm, type RateLimitGrant, type RateLimitOptions, type RateLimitStore, type RateLimitTake,
 } from "./rate-limit/rate-limit.js";
 export { addressKey } from "./rate-limit/address.js";
+export { compress, type CompressOptions, type CompressionEncoding } from "./compress/compress.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export type { FormLimits } from "./http/form.js";

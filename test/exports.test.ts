@@ -57,6 +57,7 @@ describe("the keelson barrel (src/index.ts)", () => {
         "addressKey",
         "badRequest",
         "buildOpenAPIDocument",
+        "compress",
         "configureStreams",
         "conflict",
         "createError",
@@ -102,6 +103,8 @@ describe("the keelson barrel (src/index.ts)", () => {
       [
         "AuthInfo",
         "ChannelEvent",
+        "CompressOptions",
+        "CompressionEncoding",
         "Controller",
         "CorsConfig",
         "DocsConfig",

@@ -8,6 +8,7 @@
 //   (--origin sends `Origin: URL` on every request, warm-up included: browser traffic, CORS active;
 //   --profile keeps each target's counted windows as callgrind files in DIR for callgrind_annotate)
 //   (variants such as keelson-ratelimit only when named: --targets keelson,keelson-ratelimit)
+//   (--accept-encoding VALUE sends `Accept-Encoding: VALUE` on every request: keelson-compress encodes)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
 // (all routes, enough for V8 to optimise the hot path) run uninstrumented; then, per scenario,
@@ -36,10 +37,13 @@ const { values } = parseArgs({
     requests: { type: "string", default: "8000" },
     warmup: { type: "string", default: "20000" },
     origin: { type: "string" },
+    "accept-encoding": { type: "string" },
     profile: { type: "string" },
   },
 });
-const SCENARIOS = scenariosFor({ origin: values.origin === undefined ? undefined : checkOrigin(values.origin) });
+const acceptEncoding = values["accept-encoding"];
+const SCENARIOS = scenariosFor({ origin: values.origin === undefined ? undefined : checkOrigin(values.origin) })
+  .map((s) => (acceptEncoding === undefined ? s : { ...s, headers: { ...s.headers, "accept-encoding": acceptEncoding } }));
 const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
 if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
 const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
@@ -47,7 +51,7 @@ const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
 if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--profile DIR]`);
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR]`);
   process.exit(2);
 }
 try {
@@ -162,7 +166,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   return perRequest;
 }
 
-console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, node ${process.version}`);
+console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, ${acceptEncoding === undefined ? "no Accept-Encoding" : `Accept-Encoding: ${acceptEncoding}`}, node ${process.version}`);
 const results = new Map<string, Map<string, number>>();
 for (const target of targets) {
   const started = Date.now();

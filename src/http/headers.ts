@@ -1,6 +1,6 @@
 import type { H3Event } from "h3";
 import type { NodeServerResponse } from "srvx";
-import { removePendingHeader, setPendingHeader } from "./status-line.js";
+import { readPendingHeader, removePendingHeader, setPendingHeader } from "./status-line.js";
 
 /**
  * Sets a response header for whatever response this request ends with (errors included).
@@ -18,6 +18,19 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
     event.res.headers.set(name, value);
     event.res.errHeaders.set(name, value);
   }
+}
+
+/**
+ * A header set for this request's response by `setResponseHeader` (or h3's prepared headers), not
+ * yet written: what a middleware that rewrites the response must keep, as `Vary`. `name` lower-case.
+ */
+export function readResponseHeader(event: H3Event, name: string): string | undefined {
+  const res = event.runtime?.node?.res;
+  if (res !== undefined) {
+    const pending = readPendingHeader(res, name) ?? res.getHeader(name);
+    if (pending !== undefined) return String(pending);
+  }
+  return event.res.headers.get(name) ?? undefined;
 }
 
 /**

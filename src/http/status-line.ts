@@ -46,6 +46,15 @@ export function setPendingHeader(res: object, name: string, value: string): bool
   return true;
 }
 
+/** A header in the bag, or undefined (also when `res` has no bag). `name` must be lower-case. */
+export function readPendingHeader(res: object, name: string): string | undefined {
+  if (!(res instanceof StandardReasonResponse)) return undefined;
+  const bag = res[PENDING];
+  if (bag === null) return undefined;
+  for (let i = 0; i < bag.length; i += 2) if (bag[i] === name) return bag[i + 1];
+  return undefined;
+}
+
 /** Takes a header back out of the bag (no-op when it is not there or `res` has none). */
 export function removePendingHeader(res: object, name: string): void {
   if (!(res instanceof StandardReasonResponse)) return;
