@@ -267,9 +267,11 @@ describe("compress() back-pressure over a socket", () => {
         req.end();
       });
       // Let time pass on purpose: without back-pressure the pulls would go on without bound.
+      // Read through a function: the pulls happen in the stream's callbacks while this loop waits.
+      const pulls = (): number => pulled;
       let last = -1;
-      while (pulled !== last && pulled < 400) {
-        last = pulled;
+      while (pulls() !== last && pulls() < 400) {
+        last = pulls();
         await new Promise((done) => setTimeout(done, 500));
       }
       // 48 KiB of base64 per pull: 400 pulls would be ~26 MB queued for a client that reads nothing.
