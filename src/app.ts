@@ -14,7 +14,7 @@ import { sweepUploadFolders } from "./http/upload-folders.js";
 import { setResponseHeader } from "./http/headers.js";
 import { RequestPipeline } from "./http/pipeline.js";
 import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
-import { LoadShedder } from "./lifecycle/load-shed.js";
+import { LoadShedder } from "./http/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
@@ -23,7 +23,7 @@ import { levelRank, parseLogLevel } from "./logging/level.js";
 import { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
-import { OpenStreams } from "./streams/open-streams.js";
+import { OpenStreams } from "./http/open-streams.js";
 import { DEFAULT_WS_MAX_QUEUED_BYTES, DEFAULT_WS_PING_INTERVAL_MS, Upgrades } from "./streams/upgrades.js";
 
 export type { ResolvedConfig } from "./config.js";

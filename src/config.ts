@@ -1,6 +1,6 @@
 import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
 import type { OpenAPISecurityScheme } from "./docs/types.js";
-import type { LoadSheddingOptions } from "./lifecycle/load-shed.js";
+import type { LoadSheddingOptions } from "./http/load-shed.js";
 import type { Logger, LogLevel } from "./logging/logger.js";
 import { joinPath } from "./http/path.js";
 import { resolveRequestIdHeader } from "./http/request-id.js";

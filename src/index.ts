@@ -1,7 +1,7 @@
 export { App, Group, type Module, type ResolvedConfig, type Router } from "./app.js";
 export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
 export { envNumber, type NumberRule } from "./checks.js";
-export type { LoadSheddingOptions, ShedReason } from "./lifecycle/load-shed.js";
+export type { LoadSheddingOptions, ShedReason } from "./http/load-shed.js";
 export { HandlerContext } from "./http/context.js";
 export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
 export {

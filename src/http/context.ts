@@ -9,7 +9,7 @@ import { negotiateLanguage } from "./language.js";
 import { readQuery, type RawQuery } from "./query.js";
 import { generateRequestId } from "./request-id.js";
 import { logThreshold } from "./request-state.js";
-import type { OpenStreams } from "../streams/open-streams.js";
+import type { OpenStreams } from "./open-streams.js";
 
 /** What a handler context needs from its App; kept small so contexts stay cheap to build. */
 export interface ContextServices {

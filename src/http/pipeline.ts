@@ -2,7 +2,7 @@ import { H3, type H3Config, type H3Event, type H3EventContext, type HTTPError, t
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
-import type { LoadShedder } from "../lifecycle/load-shed.js";
+import type { LoadShedder } from "./load-shed.js";
 import type { Logger } from "../logging/logger.js";
 import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
 import type { ContextServices } from "./context.js";

@@ -5,7 +5,7 @@ import { serve, type Server, type ServerHandler } from "srvx";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
-import type { OpenStreams } from "../streams/open-streams.js";
+import type { OpenStreams } from "../http/open-streams.js";
 
 /** A shutdown hook that takes this share of `shutdownTimeout` or more is logged with its duration. */
 const SLOW_HOOK_SHARE = 0.1;

@@ -2,7 +2,7 @@ import { MS_FROM_0, checkOptionalNumber } from "../checks.js";
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
-import { lastWords, type LongConnection, type OpenStreams } from "./open-streams.js";
+import { lastWords, type LongConnection, type OpenStreams } from "../http/open-streams.js";
 
 /** Settings of an event-stream route (`sse()`); every one is optional. */
 export interface EventStreamOptions {

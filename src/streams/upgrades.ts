@@ -9,7 +9,7 @@ import type { ServerRequest } from "srvx";
 import { UNMATCHED_ROUTE, type MetricsCollector } from "../integrations.js";
 import { UPGRADE } from "../http/request-state.js";
 import type { Logger } from "../logging/logger.js";
-import type { LongConnection, OpenStreams } from "./open-streams.js";
+import type { LongConnection, OpenStreams } from "../http/open-streams.js";
 
 /** Close code 1001: the server is going away (RFC 6455 §7.4.1). */
 export const GOING_AWAY = 1001;

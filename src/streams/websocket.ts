@@ -2,7 +2,7 @@ import type { Hooks, Message, Peer } from "crossws";
 import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
-import { lastWords, type OpenStreams } from "./open-streams.js";
+import { lastWords, type OpenStreams } from "../http/open-streams.js";
 import { GOING_AWAY, SOCKET_SETTINGS, type SocketSettings } from "./upgrades.js";
 
 export { GOING_AWAY };
