@@ -19,11 +19,11 @@ const out = join(root, process.argv[2] ?? "dist/lib");
 /** The package's entry points (package.json exports and bin), by output name. */
 const ENTRIES = {
   index: "src/index.ts",
-  metrics: "src/metrics/index.ts",
-  tracing: "src/tracing/index.ts",
-  auth: "src/auth/index.ts",
-  sql: "src/sql/index.ts",
-  redis: "src/redis/index.ts",
+  metrics: "src/entries/metrics.ts",
+  tracing: "src/entries/tracing.ts",
+  auth: "src/entries/auth.ts",
+  sql: "src/entries/sql.ts",
+  redis: "src/entries/redis.ts",
   supervisor: "supervisor/index.ts",
   cli: "cli/cli.ts",
   "worker-preload": "supervisor/worker-preload.ts",

@@ -8,7 +8,7 @@ import { generateKeyPairSync, type KeyObject } from "node:crypto";
 import { SignJWT, UnsecuredJWT, exportJWK, type JWK } from "jose";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { App, get, post } from "../src/index.js";
-import { apiKeyAuth, basicAuth, jwtAuth, type AuthInfo } from "../src/auth/index.js";
+import { apiKeyAuth, basicAuth, jwtAuth, type AuthInfo } from "../src/entries/auth.js";
 import { describeBoth } from "./helpers/both.js";
 
 const SECRET = "a-development-secret-of-32-bytes!";

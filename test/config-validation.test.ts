@@ -7,8 +7,8 @@ import { parseCli } from "../cli/args.js";
 import { resolveOptions, type SupervisorOptions } from "../supervisor/options.js";
 import { App, Logger, defineJob, envNumber, rateLimit, type KConfig, type RateLimitOptions } from "../src/index.js";
 import type { LoggerOptions } from "../src/logging/logger.js";
-import { createPrometheus, type PrometheusOptions } from "../src/metrics/index.js";
-import { createSQLHealthChecker, openPostgres, openSQLite, type PostgresOptions, type SQLiteOptions } from "../src/sql/index.js";
+import { createPrometheus, type PrometheusOptions } from "../src/entries/metrics.js";
+import { createSQLHealthChecker, openPostgres, openSQLite, type PostgresOptions, type SQLiteOptions } from "../src/entries/sql.js";
 import { captureLogs } from "./helpers/logs.js";
 
 /** [option name as the message spells it, the options, the value shown in the message]. */

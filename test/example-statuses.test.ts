@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../examples/bookstore/app.js";
 import { DEVELOPMENT_SECRET, signBookstoreToken } from "../examples/bookstore/auth.js";
 import { buildOpenAPIDocument, type App, type OpenAPIDocument } from "../src/index.js";
-import { openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { captureLogs } from "./helpers/logs.js";
 
 type Operation = OpenAPIDocument["paths"][string]["get"] & object;

@@ -6,7 +6,7 @@ import { buildApp } from "../examples/bookstore/app.js";
 import { DEVELOPMENT_SECRET, signBookstoreToken } from "../examples/bookstore/auth.js";
 import { openBookstoreDatabase } from "../examples/bookstore/database.js";
 import type { App } from "../src/index.js";
-import { openSQLite } from "../src/sql/index.js";
+import { openSQLite } from "../src/entries/sql.js";
 import { captureLogs, requestLine } from "./helpers/logs.js";
 
 const JSON_HEADERS = { "content-type": "application/json" };

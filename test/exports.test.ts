@@ -3,14 +3,14 @@ import { fileURLToPath } from "node:url";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import * as keelson from "../src/index.js";
-import * as auth from "../src/auth/index.js";
-import * as metrics from "../src/metrics/index.js";
-import * as redis from "../src/redis/index.js";
-import * as sql from "../src/sql/index.js";
-import * as tracing from "../src/tracing/index.js";
+import * as auth from "../src/entries/auth.js";
+import * as metrics from "../src/entries/metrics.js";
+import * as redis from "../src/entries/redis.js";
+import * as sql from "../src/entries/sql.js";
+import * as tracing from "../src/entries/tracing.js";
 import * as supervisor from "../supervisor/index.js";
 
-const entryPaths = ["../src/index.ts", "../src/auth/index.ts", "../src/metrics/index.ts", "../src/tracing/index.ts", "../src/sql/index.ts", "../src/redis/index.ts",
+const entryPaths = ["../src/index.ts", "../src/entries/auth.ts", "../src/entries/metrics.ts", "../src/entries/tracing.ts", "../src/entries/sql.ts", "../src/entries/redis.ts",
   "../supervisor/index.ts"];
 let program: ts.Program | undefined;
 
@@ -189,11 +189,11 @@ describe("the keelson barrel (src/index.ts)", () => {
 
 // The other entry points (package.json "exports"): same rule, every name is public API.
 describe.each([
-  ["keelson/auth", "../src/auth/index.ts", auth],
-  ["keelson/metrics", "../src/metrics/index.ts", metrics],
-  ["keelson/tracing", "../src/tracing/index.ts", tracing],
-  ["keelson/sql", "../src/sql/index.ts", sql],
-  ["keelson/redis", "../src/redis/index.ts", redis],
+  ["keelson/auth", "../src/entries/auth.ts", auth],
+  ["keelson/metrics", "../src/entries/metrics.ts", metrics],
+  ["keelson/tracing", "../src/entries/tracing.ts", tracing],
+  ["keelson/sql", "../src/entries/sql.ts", sql],
+  ["keelson/redis", "../src/entries/redis.ts", redis],
   ["keelson/supervisor", "../supervisor/index.ts", supervisor],
 ] as const)("the %s entry point", (_name, path, runtimeModule) => {
   it("exports exactly these runtime and type-only names", () => {
@@ -205,8 +205,8 @@ describe("docs/reference.md", () => {
   it("names every export of every entry point", () => {
     const readme = readFileSync(fileURLToPath(new URL("../docs/reference.md", import.meta.url)), "utf8");
     const entries = [
-      ["../src/index.ts", keelson], ["../src/auth/index.ts", auth], ["../src/metrics/index.ts", metrics],
-      ["../src/tracing/index.ts", tracing], ["../src/sql/index.ts", sql], ["../src/redis/index.ts", redis],
+      ["../src/index.ts", keelson], ["../src/entries/auth.ts", auth], ["../src/entries/metrics.ts", metrics],
+      ["../src/entries/tracing.ts", tracing], ["../src/entries/sql.ts", sql], ["../src/entries/redis.ts", redis],
       ["../supervisor/index.ts", supervisor],
     ] as const;
     const names = entries.flatMap(([path, runtimeModule]) => [...Object.keys(runtimeModule), ...typeOnlyExports(path, runtimeModule)]);

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { createSQLJobStore, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLJobStore, openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { describeJobStoreContract } from "./helpers/job-store.js";
 import { usePostgres } from "./helpers/postgres.js";
 

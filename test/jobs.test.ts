@@ -5,8 +5,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { App, defineJob, type JobContext, type JobOptions, type JobStore } from "../src/index.js";
 import { Logger } from "../src/logging/logger.js";
-import { createPrometheus } from "../src/metrics/index.js";
-import { createSQLJobStore, openSQLite } from "../src/sql/index.js";
+import { createPrometheus } from "../src/entries/metrics.js";
+import { createSQLJobStore, openSQLite } from "../src/entries/sql.js";
 import { MemoryJobStore } from "./helpers/job-store.js";
 import { captureLogs } from "./helpers/logs.js";
 

@@ -44,7 +44,7 @@ describe("packages loaded at first use (a fresh process)", () => {
   });
 
   it.each([
-    ["createPrometheus()", 'import { createPrometheus } from "./src/metrics/index.js";\ncreatePrometheus();', "createPrometheus() needs the package prom-client"],
+    ["createPrometheus()", 'import { createPrometheus } from "./src/entries/metrics.js";\ncreatePrometheus();', "createPrometheus() needs the package prom-client"],
     ["a route with a response schema", 'import { z } from "zod";\nimport { App, get } from "./src/index.js";\n' +
       'new App({ port: 0 }).route(get("/b", { responses: { 200: z.object({ t: z.string() }) } }, () => ({ t: "x" })));',
       "GET /b's response schemas needs the package fast-json-stringify"],

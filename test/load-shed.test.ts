@@ -1,7 +1,7 @@
 // Load shedding in-process: 503 + Retry-After while saturated, /health always served, counted and logged.
 import { describe, expect, it } from "vitest";
 import { App, get } from "../src/index.js";
-import { createPrometheus } from "../src/metrics/index.js";
+import { createPrometheus } from "../src/entries/metrics.js";
 import { captureLogs } from "./helpers/logs.js";
 import { delay } from "../harness/child.js";
 

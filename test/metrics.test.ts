@@ -2,7 +2,7 @@ import { Counter, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, UNMATCHED_ROUTE, created, get, notFound, post, type KConfig } from "../src/index.js";
-import { PROMETHEUS_CONTENT_TYPE, createPrometheus, type PrometheusOptions } from "../src/metrics/index.js";
+import { PROMETHEUS_CONTENT_TYPE, createPrometheus, type PrometheusOptions } from "../src/entries/metrics.js";
 import { normalizeMethod } from "../src/http/method.js";
 import { HTTP_SERVER_DURATION_BUCKETS, RequestHistogram } from "../src/metrics/request-histogram.js";
 import { listenOn } from "./helpers/listen.js";

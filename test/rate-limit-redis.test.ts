@@ -4,7 +4,7 @@
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { App, get, rateLimit } from "../src/index.js";
-import { createRedisRateLimitStore, openRedis, defineRedisScript, type RedisConnection } from "../src/redis/index.js";
+import { createRedisRateLimitStore, openRedis, defineRedisScript, type RedisConnection } from "../src/entries/redis.js";
 import { freePort, killAllChildren } from "../harness/child.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract, take } from "./helpers/rate-limit-contract.js";
 import { startRedis, type TestRedis } from "./helpers/redis.js";

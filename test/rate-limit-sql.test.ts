@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, describe, it } from "vitest";
-import { createSQLRateLimitStore, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLRateLimitStore, openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { killAllChildren } from "../harness/child.js";
 import { usePostgres } from "./helpers/postgres.js";
 import { expectTwoServicesShareTheLimit, rateLimitStoreContract } from "./helpers/rate-limit-contract.js";

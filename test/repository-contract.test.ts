@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll } from "vitest";
 import { InMemoryRepository } from "../src/index.js";
-import { createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createSQLRepository, openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { usePostgres } from "./helpers/postgres.js";
 import { describeRepositoryContract, ITEM_COLUMNS, type Item } from "./helpers/repository-contract.js";
 

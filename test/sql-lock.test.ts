@@ -7,7 +7,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App, post } from "../src/index.js";
-import { createDatabaseModule, createSQLJobStore, createSQLRateLimitStore, createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createDatabaseModule, createSQLJobStore, createSQLRateLimitStore, createSQLRepository, openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { spawnChild, type Child } from "../harness/child.js";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
 import { captureLogs } from "./helpers/logs.js";

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
-import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openPostgres, type SQLDatabase } from "../src/sql/index.js";
+import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openPostgres, type SQLDatabase } from "../src/entries/sql.js";
 import { captureLogs } from "./helpers/logs.js";
 import { usePostgres } from "./helpers/postgres.js";
 import { delay } from "../harness/child.js";

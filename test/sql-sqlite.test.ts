@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { App } from "../src/index.js";
-import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openSQLite, type SQLDatabase } from "../src/sql/index.js";
+import { createDatabaseModule, createSQLHealthChecker, createSQLRepository, openSQLite, type SQLDatabase } from "../src/entries/sql.js";
 import { spawnChild } from "../harness/child.js";
 import { captureLogs } from "./helpers/logs.js";
 

@@ -10,7 +10,7 @@ import { limitHits } from "../src/limit-hits.js";
 import { StreamHub } from "../src/streams/hub.js";
 import { coalesced, memoryBroker, streamsDatabaseUrl } from "../src/streams/broker.js";
 import { captureLogs } from "./helpers/logs.js";
-import { createPrometheus } from "../src/metrics/index.js";
+import { createPrometheus } from "../src/entries/metrics.js";
 
 const hits = () => Object.fromEntries(limitHits());
 const hit = (limit: string) => limitHits().get(limit) ?? 0;

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { App, get, internal, notFound, post, serviceUnavailable } from "../src/index.js";
 import { request as httpRequest } from "node:http";
 import { splitHost } from "../src/tracing/otel-tracer.js";
-import { getOtelSpan, createOtelTracer, withSpan } from "../src/tracing/index.js";
+import { getOtelSpan, createOtelTracer, withSpan } from "../src/entries/tracing.js";
 import { readTraceparent } from "../src/tracing/traceparent.js";
 import { listenOn } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";

@@ -1,7 +1,7 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
 import { App, envNumber, get, type KConfig, type Scheduler, type Translator } from "../../src/index.js";
-import { createDatabaseModule, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { createDatabaseModule, openSQLite, type SQLDatabase } from "../../src/entries/sql.js";
 import { bookstoreSecret, requireWriter } from "./auth.js";
 import { booksModule } from "./books.js";
 import { setupTelemetry } from "./telemetry.js";

@@ -1,6 +1,6 @@
 import type { Middleware } from "h3";
 import { SignJWT } from "jose";
-import { jwtAuth } from "../../src/auth/index.js";
+import { jwtAuth } from "../../src/entries/auth.js";
 
 /** Who issues and who accepts the bookstore's tokens (checked as `iss` and `aud`). */
 export const TOKEN_ISSUER = "keelson-bookstore";

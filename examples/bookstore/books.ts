@@ -4,7 +4,7 @@ import { z } from "zod";
 import {
   created, del, get, notFound, pageOf, pageQuery, post, put, type Controller, type Module, type Repository, type Route,
 } from "../../src/index.js";
-import { createSQLRepository, type SQLDatabase } from "../../src/sql/index.js";
+import { createSQLRepository, type SQLDatabase } from "../../src/entries/sql.js";
 import { CoverStore, CoversController } from "./covers.js";
 
 export const Book = z

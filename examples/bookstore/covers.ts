@@ -1,7 +1,7 @@
 import type { Middleware } from "h3";
 import { z } from "zod";
 import { get, noContent, notFound, put, type Controller, type Repository, type Route } from "../../src/index.js";
-import type { SQLDatabase, SQLValue } from "../../src/sql/index.js";
+import type { SQLDatabase, SQLValue } from "../../src/entries/sql.js";
 import type { Book } from "./books.js";
 
 /** The largest cover image, bytes. */

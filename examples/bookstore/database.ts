@@ -1,4 +1,4 @@
-import { openPostgres, openSQLite, type SQLDatabase } from "../../src/sql/index.js";
+import { openPostgres, openSQLite, type SQLDatabase } from "../../src/entries/sql.js";
 
 /** Where the catalogue lives when `DATABASE_URL` is not set (relative to the working directory). */
 export const DEFAULT_DB_FILE = "data/bookstore.db";

@@ -1,5 +1,5 @@
 import type { App } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
 
 /**
  * Metrics always (GET /metrics on the supervisor's metrics port, cluster-wide; on the App's port
@@ -22,7 +22,7 @@ async function setupTracing(app: App, env: NodeJS.ProcessEnv): Promise<void> {
     import("@opentelemetry/exporter-trace-otlp-http"),
     import("@opentelemetry/resources"),
     import("@opentelemetry/sdk-trace-base"),
-    import("../../src/tracing/index.js"),
+    import("../../src/entries/tracing.js"),
   ]);
   const provider = new BasicTracerProvider({
     resource: resourceFromAttributes({

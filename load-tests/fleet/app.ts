@@ -4,9 +4,9 @@
 // FLEET_JOBS_FILE, and the Prometheus metrics. The shutdown settings are the Kubernetes manifests'.
 import { appendFileSync } from "node:fs";
 import { App, get, rateLimit } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
-import { createRedisRateLimitStore, openRedis } from "../../src/redis/index.js";
-import { createSQLJobStore, createSQLRateLimitStore, openPostgres } from "../../src/sql/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
+import { createRedisRateLimitStore, openRedis } from "../../src/entries/redis.js";
+import { createSQLJobStore, createSQLRateLimitStore, openPostgres } from "../../src/entries/sql.js";
 
 const env = (name: string): string => {
   const value = process.env[name];

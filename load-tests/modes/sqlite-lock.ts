@@ -17,7 +17,7 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { parseArgs } from "node:util";
 import { Worker } from "node:worker_threads";
-import { openSQLite } from "../../src/sql/index.js";
+import { openSQLite } from "../../src/entries/sql.js";
 
 const { values: flags } = parseArgs({
   options: {

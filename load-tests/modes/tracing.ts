@@ -15,8 +15,8 @@ import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanEx
 import { H3, type H3Event } from "h3";
 import { Histogram, Registry } from "prom-client";
 import { App, Logger, get, noopTracer, type MetricsCollector, type Tracer } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
-import { createOtelTracer } from "../../src/tracing/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
+import { createOtelTracer } from "../../src/entries/tracing.js";
 
 const { values } = parseArgs({ options: { requests: { type: "string", default: "5000" }, rounds: { type: "string", default: "15" } } });
 const REQUESTS = Number(values.requests);

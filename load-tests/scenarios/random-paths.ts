@@ -6,7 +6,7 @@
 import { randomBytes, randomInt } from "node:crypto";
 import * as http from "node:http";
 import { App, get, newLoggerWithFormat, post, UNMATCHED_ROUTE } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
 import { normalizeMethod } from "../../src/http/method.js";
 import { request, sleep } from "../lib/http.js";
 import { table, verdict, type Context, type Verdict } from "./common.js";

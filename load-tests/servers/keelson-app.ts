@@ -2,8 +2,8 @@
 import * as fs from "node:fs";
 import { z } from "zod";
 import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
-import { createOtelTracer } from "../../src/tracing/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
+import { createOtelTracer } from "../../src/entries/tracing.js";
 import { announceReady, book, createdBook, HOST, logFile, port, waitUntilAccepting } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });

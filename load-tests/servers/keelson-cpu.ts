@@ -5,7 +5,7 @@ import * as diagnostics from "node:diagnostics_channel";
 import * as fs from "node:fs";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { App, get, newLoggerWithFormat } from "../../src/index.js";
-import { createPrometheus } from "../../src/metrics/index.js";
+import { createPrometheus } from "../../src/entries/metrics.js";
 import { HOST, logFile, port } from "./common.js";
 import { startApp } from "./keelson-app.js";
 

@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs
 import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll } from "vitest";
-import { openPostgres, type PostgresOptions, type SQLDatabase } from "../../src/sql/index.js";
+import { openPostgres, type PostgresOptions, type SQLDatabase } from "../../src/entries/sql.js";
 import { freePort } from "../../harness/child.js";
 
 /** A PostgreSQL server of this test file: initdb in a temp folder, pg_ctl on a free port. */

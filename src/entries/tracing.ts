@@ -3,5 +3,5 @@
  * gives every request a SERVER span following the stable HTTP semantic conventions; without an
  * SDK registered it costs next to nothing.
  */
-export { getOtelSpan, withSpan } from "./context.js";
-export { createOtelTracer, type OtelTracerOptions } from "./otel-tracer.js";
+export { getOtelSpan, withSpan } from "../tracing/context.js";
+export { createOtelTracer, type OtelTracerOptions } from "../tracing/otel-tracer.js";

@@ -1,2 +1,0 @@
-export { openRedis, defineRedisScript, type RedisConnection, type RedisOptions, type RedisScript } from "./connection.js";
-export { createRedisRateLimitStore, type RedisRateLimitStoreOptions } from "../rate-limit/redis-store.js";
