@@ -1,5 +1,6 @@
 import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
-import type { OpenAPISecurityScheme } from "./docs/types.js";
+import type { DocsConfig } from "./docs/types.js";
+import type { CorsConfig } from "./http/cors.js";
 import type { LoadSheddingOptions } from "./http/load-shed.js";
 import type { Logger, LogLevel } from "./logging/logger.js";
 import { joinPath } from "./http/path.js";
@@ -7,62 +8,6 @@ import { resolveRequestIdHeader } from "./http/request-id.js";
 
 /** Deployment environment; `production` turns off the docs routes and debug logs. */
 export type Env = "development" | "staging" | "production";
-
-export interface DocsContact {
-  name?: string;
-  url?: string;
-  email?: string;
-}
-
-export interface DocsLicense {
-  name: string;
-  url?: string;
-}
-
-export interface DocsTag {
-  name: string;
-  description?: string;
-}
-
-/** Settings of the generated OpenAPI document and the docs page. */
-export interface DocsConfig {
-  /** Path of the docs page; the document is served at `{path}/openapi.json`. Default `/docs`. */
-  path?: string;
-  title?: string;
-  /** Version of the documented API. Default `1.0.0`. */
-  version?: string;
-  description?: string;
-  contact?: DocsContact;
-  license?: DocsLicense;
-  /** Each item is `"<url> - <description>"` (the description part is optional). */
-  servers?: string[];
-  tags?: DocsTag[];
-  /**
-   * `components.securitySchemes` of the document, by the names routes use in `security` /
-   * `.secured()`. Undeclared names used by routes: `bearer` and `basic` are HTTP schemes,
-   * any other name is documented as a bearer token.
-   */
-  securitySchemes?: Record<string, OpenAPISecurityScheme>;
-}
-
-/** Cross-origin policy. `false` turns CORS handling off entirely. */
-export interface CorsConfig {
-  /** `"*"` (default), one origin, a list, or a predicate. */
-  origin?: string | readonly string[] | ((origin: string) => boolean);
-  /** Default: GET, HEAD, PUT, PATCH, POST, DELETE. */
-  methods?: readonly string[];
-  /** Default: echo the request's Access-Control-Request-Headers. */
-  allowHeaders?: readonly string[];
-  exposeHeaders?: readonly string[];
-  /**
-   * Default false. When true, `origin` must name the allowed origins (a list, one origin, or a
-   * predicate that refuses unknown origins): with any origin the App refuses to be created.
-   * `Origin: null` is never allowed with credentials.
-   */
-  credentials?: boolean;
-  /** Preflight cache lifetime in seconds. Default 600. */
-  maxAge?: number;
-}
 
 /** Configuration of an App (docs/configuration.md). */
 export interface KConfig {

@@ -1,9 +1,11 @@
 export { App, Group, type Module, type ResolvedConfig, type Router } from "./app.js";
-export type { CorsConfig, DocsConfig, DocsContact, DocsLicense, DocsTag, Env, KConfig } from "./config.js";
+export type { Env, KConfig } from "./config.js";
+export type { CorsConfig } from "./http/cors.js";
+export type { DocsConfig, DocsContact, DocsLicense, DocsTag } from "./docs/types.js";
 export { envNumber, type NumberRule } from "./checks.js";
 export type { LoadSheddingOptions, ShedReason } from "./http/load-shed.js";
 export { HandlerContext } from "./http/context.js";
-export { buildOpenAPIDocument, type OpenAPIDocument, type OpenAPISecurityScheme } from "./docs/index.js";
+export { buildOpenAPIDocument, type OpenAPIDocument } from "./docs/index.js";
 export {
   ERROR_CODES, KError, badRequest, conflict, createError, forbidden, internal, isKError, notFound,
   serviceUnavailable, tooManyRequests, unauthorized, validationError,
@@ -37,9 +39,9 @@ export { created, json, noContent } from "./http/results.js";
 export type { FormLimits } from "./http/form.js";
 export {
   describeMiddleware, getMiddlewareContract,
-  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity,
+  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity, type OpenAPISecurityScheme,
 } from "./http/middleware-contract.js";
-export type { AuthInfo } from "./auth/principal.js";
+export type { AuthInfo } from "./http/context.js";
 export {
   Route, del, get, patch, post, put,
   type Controller, type Handler, type PathParams, type RawQuery, type RegisteredRoute, type ResponseDoc,

@@ -1,38 +1,7 @@
 import type { H3Event } from "h3";
-import type { JWTPayload } from "jose";
 import { createError } from "../errors.js";
+import type { AuthInfo } from "../http/context.js";
 import { errorResponse } from "../http/error-response.js";
-
-/** Who a request is, as an auth middleware established it: `ctx.auth`. */
-export type AuthInfo =
-  | {
-    readonly type: "jwt";
-    /** The token's `sub` claim (empty when it has none). */
-    readonly subject: string;
-    /** The token's scopes: its `scope` claim split on spaces, or its `scp` claim. */
-    readonly scopes: readonly string[];
-    /** Every claim of the verified token. */
-    readonly claims: JWTPayload;
-  }
-  | {
-    readonly type: "apiKey";
-    /** The key's name (`keys`' property name), or what `verify` returned. */
-    readonly subject: string;
-    readonly scopes: readonly string[];
-  }
-  | {
-    readonly type: "basic";
-    /** The user name. */
-    readonly subject: string;
-    readonly scopes: readonly string[];
-  };
-
-declare module "h3" {
-  interface H3EventContext {
-    /** Set by keelson's auth middleware (`jwtAuth`, `apiKeyAuth`, `basicAuth`); read it as `ctx.auth`. */
-    auth?: AuthInfo;
-  }
-}
 
 /** A quoted-string of an auth-param (RFC 9110 §11.2): backslash and double quote escaped. */
 export function quoted(value: string): string {

@@ -1,11 +1,11 @@
-import type { DocsConfig } from "../config.js";
+import type { OpenAPISecurityScheme } from "../http/middleware-contract.js";
 import { joinPath } from "../http/path.js";
 import type { RegisteredRoute } from "../http/route.js";
 import { BUILTIN_SCHEMAS, HEALTH_SCHEMA, errorComponents, healthOperation, isHealthOperation, isHealthRoute } from "./builtins.js";
 import { SchemaCollector } from "./components.js";
 import { routeOperation, toOpenAPIPath, type OperationContext } from "./operation.js";
 import type {
-  OpenAPIDocument, OpenAPIMethod, OpenAPIOperation, OpenAPIPathItem, OpenAPISecurityScheme,
+  DocsConfig, OpenAPIDocument, OpenAPIMethod, OpenAPIOperation, OpenAPIPathItem,
 } from "./types.js";
 
 /**

@@ -2,11 +2,11 @@ import { STATUS_CODES } from "node:http";
 import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { readJSONSchema, resolveLocalRef, type JSONSchema } from "../http/json-schema.js";
 import type { Middleware } from "h3";
-import { getMiddlewareContract, type MiddlewareContract, type MiddlewareHeaderDoc } from "../http/middleware-contract.js";
+import { getMiddlewareContract, type MiddlewareContract, type MiddlewareHeaderDoc, type OpenAPISecurityScheme } from "../http/middleware-contract.js";
 import type { ResponseDoc, Route } from "../http/route.js";
 import { ERROR_RESPONSES, errorResponse } from "./builtins.js";
 import type { SchemaCollector } from "./components.js";
-import type { OpenAPIOperation, OpenAPIParameter, OpenAPIRef, OpenAPIResponse, OpenAPISecurityScheme } from "./types.js";
+import type { OpenAPIOperation, OpenAPIParameter, OpenAPIRef, OpenAPIResponse } from "./types.js";
 
 /** What building operations records for the document: the error responses and the security schemes middleware declared. */
 export interface OperationContext {

@@ -1,3 +1,5 @@
+import type { OpenAPISecurityScheme } from "../http/middleware-contract.js";
+
 /** A JSON Schema (2020-12) object inside the document. */
 export type OpenAPISchema = { [key: string]: unknown };
 
@@ -43,14 +45,6 @@ export type OpenAPIMethod = "get" | "put" | "post" | "delete" | "options" | "hea
 
 export type OpenAPIPathItem = Partial<Record<OpenAPIMethod, OpenAPIOperation>>;
 
-/** A security scheme of `components.securitySchemes` (the OpenAPI 3.1 shapes). */
-export type OpenAPISecurityScheme =
-  | { type: "http"; scheme: string; bearerFormat?: string; description?: string }
-  | { type: "apiKey"; name: string; in: "query" | "header" | "cookie"; description?: string }
-  | { type: "oauth2"; flows: Record<string, unknown>; description?: string }
-  | { type: "openIdConnect"; openIdConnectUrl: string; description?: string }
-  | { type: "mutualTLS"; description?: string };
-
 /** The OpenAPI 3.1 document keelson serves at `{docs.path}/openapi.json`. */
 export interface OpenAPIDocument {
   openapi: "3.1.0";
@@ -69,4 +63,41 @@ export interface OpenAPIDocument {
     responses?: Record<string, OpenAPIResponse>;
     securitySchemes?: Record<string, OpenAPISecurityScheme>;
   };
+}
+
+export interface DocsContact {
+  name?: string;
+  url?: string;
+  email?: string;
+}
+
+export interface DocsLicense {
+  name: string;
+  url?: string;
+}
+
+export interface DocsTag {
+  name: string;
+  description?: string;
+}
+
+/** Settings of the generated OpenAPI document and the docs page. */
+export interface DocsConfig {
+  /** Path of the docs page; the document is served at `{path}/openapi.json`. Default `/docs`. */
+  path?: string;
+  title?: string;
+  /** Version of the documented API. Default `1.0.0`. */
+  version?: string;
+  description?: string;
+  contact?: DocsContact;
+  license?: DocsLicense;
+  /** Each item is `"<url> - <description>"` (the description part is optional). */
+  servers?: string[];
+  tags?: DocsTag[];
+  /**
+   * `components.securitySchemes` of the document, by the names routes use in `security` /
+   * `.secured()`. Undeclared names used by routes: `bearer` and `basic` are HTTP schemes,
+   * any other name is documented as a bearer token.
+   */
+  securitySchemes?: Record<string, OpenAPISecurityScheme>;
 }

@@ -1,5 +1,5 @@
 import type { H3Event } from "h3";
-import type { AuthInfo } from "../auth/principal.js";
+import type { JWTPayload } from "jose";
 import type { Span, Translator, Tracer } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -10,6 +10,37 @@ import { readQuery, type RawQuery } from "./query.js";
 import { generateRequestId } from "./request-id.js";
 import { logThreshold } from "./request-state.js";
 import type { OpenStreams } from "./open-streams.js";
+
+/** Who a request is, as an auth middleware established it: `ctx.auth`. */
+export type AuthInfo =
+  | {
+    readonly type: "jwt";
+    /** The token's `sub` claim (empty when it has none). */
+    readonly subject: string;
+    /** The token's scopes: its `scope` claim split on spaces, or its `scp` claim. */
+    readonly scopes: readonly string[];
+    /** Every claim of the verified token. */
+    readonly claims: JWTPayload;
+  }
+  | {
+    readonly type: "apiKey";
+    /** The key's name (`keys`' property name), or what `verify` returned. */
+    readonly subject: string;
+    readonly scopes: readonly string[];
+  }
+  | {
+    readonly type: "basic";
+    /** The user name. */
+    readonly subject: string;
+    readonly scopes: readonly string[];
+  };
+
+declare module "h3" {
+  interface H3EventContext {
+    /** Set by keelson's auth middleware (`jwtAuth`, `apiKeyAuth`, `basicAuth`); read it as `ctx.auth`. */
+    auth?: AuthInfo;
+  }
+}
 
 /** What a handler context needs from its App; kept small so contexts stay cheap to build. */
 export interface ContextServices {

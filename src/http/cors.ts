@@ -1,10 +1,28 @@
 import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
-import type { CorsConfig } from "../config.js";
 import { readRequestHeader, setResponseHeader } from "./headers.js";
 
 const DEFAULT_METHODS = ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"];
 const DEFAULT_MAX_AGE = 600;
+
+/** Cross-origin policy. `false` turns CORS handling off entirely. */
+export interface CorsConfig {
+  /** `"*"` (default), one origin, a list, or a predicate. */
+  origin?: string | readonly string[] | ((origin: string) => boolean);
+  /** Default: GET, HEAD, PUT, PATCH, POST, DELETE. */
+  methods?: readonly string[];
+  /** Default: echo the request's Access-Control-Request-Headers. */
+  allowHeaders?: readonly string[];
+  exposeHeaders?: readonly string[];
+  /**
+   * Default false. When true, `origin` must name the allowed origins (a list, one origin, or a
+   * predicate that refuses unknown origins): with any origin the App refuses to be created.
+   * `Origin: null` is never allowed with credentials.
+   */
+  credentials?: boolean;
+  /** Preflight cache lifetime in seconds. Default 600. */
+  maxAge?: number;
+}
 
 /** The resolved CORS policy: `apply` runs on every request, `preflight` answers OPTIONS. */
 export interface Cors {

@@ -1,6 +1,13 @@
 import type { Middleware } from "h3";
-import type { OpenAPISecurityScheme } from "../docs/types.js";
 import type { ErrorCode } from "../errors.js";
+
+/** A security scheme of `components.securitySchemes` (the OpenAPI 3.1 shapes). */
+export type OpenAPISecurityScheme =
+  | { type: "http"; scheme: string; bearerFormat?: string; description?: string }
+  | { type: "apiKey"; name: string; in: "query" | "header" | "cookie"; description?: string }
+  | { type: "oauth2"; flows: Record<string, unknown>; description?: string }
+  | { type: "openIdConnect"; openIdConnectUrl: string; description?: string }
+  | { type: "mutualTLS"; description?: string };
 
 /** A response header a middleware sets, as the OpenAPI document lists it. */
 export interface MiddlewareHeaderDoc {
