@@ -105,6 +105,39 @@ function cyclePath(graph: ReadonlyMap<string, readonly string[]>, component: Rea
   throw new Error(`no cycle through ${start}`);
 }
 
+
+/**
+ * The room a file lives in: a folder of `src/` (`src/http/`), a file directly under `src/`
+ * (`src/app.ts`), or `supervisor/` / `cli/` as a whole.
+ */
+function roomOf(file: string): string {
+  const parts = file.split("/");
+  if (parts[0] !== "src") return `${parts[0]}/`;
+  return parts.length === 2 ? file : `src/${parts[1]}/`;
+}
+
+/** The graph of rooms, and for each room-to-room arrow the file imports that draw it. */
+function roomGraph(graph: ReadonlyMap<string, readonly string[]>): { rooms: Map<string, string[]>; imports: Map<string, string[]> } {
+  const imports = new Map<string, string[]>();
+  for (const [file, targets] of graph) {
+    for (const target of targets) {
+      const from = roomOf(file);
+      const to = roomOf(target);
+      if (from === to) continue;
+      const key = `${from} → ${to}`;
+      imports.set(key, [...(imports.get(key) ?? []), `${file} → ${target}`]);
+    }
+  }
+  const rooms = new Map<string, string[]>();
+  for (const file of graph.keys()) rooms.set(roomOf(file), rooms.get(roomOf(file)) ?? []);
+  for (const key of imports.keys()) {
+    const [from, to] = key.split(" → ") as [string, string];
+    rooms.get(from)!.push(to);
+  }
+  for (const [room, targets] of rooms) rooms.set(room, targets.toSorted());
+  return { rooms, imports };
+}
+
 const describeCycle = (cycle: readonly string[]): string => cycle.join(" → ");
 
 describe("the import graph", () => {
@@ -136,5 +169,22 @@ describe("the import graph", () => {
     expect(graph.get("src/app.ts")?.length).toBeGreaterThan(5);
     const cycles = findCycles(graph).map(describeCycle);
     expect(cycles, "import cycles (docs/architecture.md: no file imports a file that imports it back)").toEqual([]);
+  });
+
+  // One level up (docs/architecture.md, "every arrow points down"): a folder that imports a folder
+  // which imports it back ties both, even when no file cycle runs between them, and the layers of
+  // the house stop meaning anything. No cycle between rooms means no import runs back up.
+  it("has no cycle between the rooms of src/, supervisor/ and cli/", () => {
+    const files = FOLDERS.flatMap(sourcesUnder);
+    const { rooms, imports } = roomGraph(importGraph(new Map(files.map((file) => [file, readFileSync(join(ROOT, file), "utf8")]))));
+    expect(rooms.get("src/app.ts")).toContain("src/http/");
+    const mutual = [...imports.keys()].filter((key) => {
+      const [from, to] = key.split(" → ") as [string, string];
+      return from < to && imports.has(`${to} → ${from}`);
+    });
+    const explain = (cycle: readonly string[]): string[] =>
+      cycle.slice(1).flatMap((to, i) => imports.get(`${cycle[i]} → ${to}`) ?? []);
+    expect(mutual, "folders importing each other").toEqual([]);
+    expect(findCycles(rooms).map(explain), "imports running back up (a cycle between rooms)").toEqual([]);
   });
 });

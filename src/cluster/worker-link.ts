@@ -41,8 +41,18 @@ export function listensWithReusePort(): boolean {
   return cluster.isWorker && process.env.KEELSON_BALANCER === "reuseport";
 }
 
-/** The channel to the supervisor, or undefined outside a cluster worker. */
+/**
+ * The channel to the keelson supervisor, or undefined when this process is not one of its workers:
+ * the one answer to "am I under the supervisor?" for every feature.
+ */
 export function getPrimaryChannel(): PrimaryChannel | undefined {
+  // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary (PM2's
+  // cluster mode) would never answer a feature's request, so its workers work alone.
+  return process.env.KEELSON_WORKER_ID === undefined ? undefined : clusterChannel();
+}
+
+/** The channel to any node:cluster primary: the link reports and drains under any of them. */
+function clusterChannel(): PrimaryChannel | undefined {
   if (channel === undefined && cluster.isWorker) channel = new Channel(processEndpoint());
   return channel;
 }
@@ -69,7 +79,7 @@ let failureReported = false;
 export function reportWorkerFailure(error: unknown): void {
   if (failureReported || !cluster.isWorker) return;
   failureReported = true;
-  getPrimaryChannel()?.send("failed", { reason: describeFailure(error) });
+  clusterChannel()?.send("failed", { reason: describeFailure(error) });
 }
 
 /** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
@@ -93,7 +103,7 @@ function heartbeatInterval(): number {
  * undo, called when the App's `listen()` settles.
  */
 export function attachWorkerLink(app: LinkedApp): () => void {
-  const primary = getPrimaryChannel();
+  const primary = clusterChannel();
   const worker = cluster.worker;
   if (primary === undefined || worker === undefined) return () => {};
   // Node's cluster worker exits at once when the IPC channel drops unless it counts the

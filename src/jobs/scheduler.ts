@@ -72,8 +72,7 @@ export class JobScheduler implements Scheduler {
 
   start(): void {
     this.#started = true;
-    // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never grant a tick.
-    const primary = process.env.KEELSON_WORKER_ID === undefined ? undefined : getPrimaryChannel();
+    const primary = getPrimaryChannel();
     const granted: JobSpec[] = [];
     for (const job of this.#jobs.values()) {
       if (job.runOn === "one" && primary !== undefined) granted.push(jobSpec(job));

@@ -129,8 +129,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
     return current;
   };
   const collector = withShedCounter(histogram, getRegistry, prefix);
-  // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary would never answer.
-  const primary = (options.cluster ?? true) && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
+  const primary = (options.cluster ?? true) ? getPrimaryChannel() : undefined;
   const worker = process.env.KEELSON_WORKER_ID ?? "";
 
   const readLocal = async (): Promise<string> => {

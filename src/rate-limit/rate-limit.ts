@@ -31,9 +31,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
   let leases: Leases | undefined;
   let failures = 0;
   const open = () => {
-    // Only keelson's supervisor answers `ratelimit:take`: another node:cluster primary (PM2's
-    // cluster mode) would leave every lease to time out, so its workers count in memory instead.
-    const channel = cluster.isWorker && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
+    const channel = getPrimaryChannel();
     const store = options.store ?? (channel ? primaryRateLimitStore(channel) : new MemoryRateLimitStore());
     const clock = options.clock ?? Date.now;
     const log = (line: string) => console.error(`keelson: rate limit ${name}: ${line}`);

@@ -220,8 +220,7 @@ export class StreamHub {
     if (this.#broker !== undefined) return this.#broker;
     const deliver = (event: ChannelEvent) => this.deliver(event);
     if (this.#connectBroker !== undefined) return (this.#broker = this.#connectBroker(deliver));
-    // Only the keelson supervisor sets KEELSON_WORKER_ID: another node:cluster primary would never answer.
-    const primary = process.env.KEELSON_WORKER_ID === undefined ? undefined : getPrimaryChannel();
+    const primary = getPrimaryChannel();
     this.#broker = primary === undefined ? this.#localBroker(deliver) : this.#primaryBroker(primary);
     return this.#broker;
   }
