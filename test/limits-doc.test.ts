@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, post, rateLimit } from "../src/index.js";
-import { jwtAuth } from "../src/auth/index.js";
+import { jwtAuth } from "../src/entries/auth.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const page = readFileSync(join(ROOT, "docs/limits.md"), "utf8");

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { App, get, rateLimit, type RateLimitStore, type RateLimitTake } from "../src/index.js";
-import { createPrometheus } from "../src/metrics/index.js";
+import { createPrometheus } from "../src/entries/metrics.js";
 
 /** A store whose every take fails until `healthy` is set; counts what it was asked. */
 function flakyStore(): RateLimitStore & { asked: number; healthy: boolean } {

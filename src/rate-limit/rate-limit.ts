@@ -1,4 +1,3 @@
-import cluster from "node:cluster";
 import type { H3Event, Middleware } from "h3";
 import { createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
