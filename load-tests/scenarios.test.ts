@@ -18,6 +18,10 @@ import { sighup } from "./scenarios/sighup.js";
 import { sigkillWorker } from "./scenarios/sigkill-worker.js";
 import { sigterm } from "./scenarios/sigterm.js";
 import { streams } from "./scenarios/streams.js";
+import { jwksJunk } from "./scenarios/jwks-junk.js";
+import { redisPaused } from "./scenarios/redis-paused.js";
+import { uploadLeftovers } from "./scenarios/upload-leftovers.js";
+import { wsFlood } from "./scenarios/ws-flood.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const SCENARIOS: Record<string, Scenario> = {
@@ -31,6 +35,10 @@ const SCENARIOS: Record<string, Scenario> = {
   malformed,
   streams,
   "replay-garbage": replayGarbage,
+  "ws-flood": wsFlood,
+  "upload-leftovers": uploadLeftovers,
+  "jwks-junk": jwksJunk,
+  "redis-paused": redisPaused,
 };
 // A scenario that hangs is cut off here and fails; every wait inside one is bounded too.
 const SCENARIO_TIMEOUT_MS = 180_000;

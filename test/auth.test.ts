@@ -216,7 +216,10 @@ describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
       res.writeHead(200, { "content-type": "application/json" });
       const chunk = Buffer.alloc(64 * 1024, 0x20);
       const pump = () => {
-        while (!res.destroyed && res.write(chunk)) junkSent += chunk.length;
+        while (!res.destroyed) {
+          junkSent += chunk.length;
+          if (!res.write(chunk)) break;
+        }
       };
       res.on("drain", pump);
       pump();

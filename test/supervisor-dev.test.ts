@@ -68,6 +68,8 @@ describe("keelson dev", () => {
     mark = output.length;
     writeFileSync(main, `${entry(3)}\nconst broken: number = ;\n`);
     await waitFor(/main\.ts changed: reload failed \(the error is above\), the last good workers keep serving/, mark);
+    // The worker's report comes on stderr, the supervisor's line on stdout: two pipes, either first.
+    await waitFor(/Transform failed with 1 error[\s\S]*Transform failed with 1 error/, mark);
     const failure = output.slice(mark);
     // The replacement's own report (with its stack) once, named once more in the supervisor's reload line: no restart loop.
     expect(failure.match(/Transform failed with 1 error/g)).toHaveLength(2);
