@@ -10,6 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { App, get, post } from "../src/index.js";
 import { apiKeyAuth, basicAuth, jwtAuth, type AuthInfo } from "../src/entries/auth.js";
 import { describeBoth } from "./helpers/both.js";
+import { limitHits } from "../src/limit-hits.js";
 
 const SECRET = "a-development-secret-of-32-bytes!";
 const OTHER_SECRET = "another-secret-that-is-32-bytes!!";
@@ -238,6 +239,8 @@ describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
     const app = new App({ port: 0 });
     app.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { maxBytes: 64 * 1024, timeoutDuration: 10_000, failureBackoff: 60_000 } })));
     const token = await signWith(pair.privateKey, "ES256", { sub: "ada" }, "k");
+    const hit = (limit: string) => limitHits().get(limit) ?? 0;
+    const [bytesBefore, backoffBefore] = [hit("jwks_bytes"), hit("jwks_backoff")];
     const started = performance.now();
     const first = await app.request("/me", { headers: bearer(token) });
     expect(first.status).toBe(503);
@@ -247,6 +250,8 @@ describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
     expect(junkSent).toBeLessThan(32 * 1024 * 1024);
     for (let i = 0; i < 5; i++) expect((await app.request("/me", { headers: bearer(token) })).status).toBe(503);
     expect(connections).toBe(1);
+    expect(hit("jwks_bytes")).toBe(bytesBefore + 1);
+    expect(hit("jwks_backoff")).toBe(backoffBefore + 5);
   });
 
   it("remembers a failed fetch for jwks.failureBackoff, then fetches again and recovers", async () => {

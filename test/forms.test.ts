@@ -105,6 +105,8 @@ describeBoth(
       }, "Form has more than 2 file(s)"],
       ["more fields than fields", () => new URLSearchParams([["a", "1"], ["b", "2"], ["c", "3"], ["d", "4"]]), "Form has more than 3 field(s)"],
       ["a field over fieldSize", () => new URLSearchParams({ note: "x".repeat(101) }), "Field note exceeds the limit of 100 bytes"],
+      // Cut to 256 bytes it would be another field's name, or pass a schema's check as one.
+      ["a field name over 256 bytes", () => new URLSearchParams({ ["n".repeat(257)]: "1" }), "A field name exceeds the limit of 256 bytes"],
     ])("answers 413 with the KError body for %s, and leaves no file behind", async (_, body, message) => {
       const res = await t().fetch("/tight", { method: "PUT", body: body() });
       expect(res.status).toBe(413);

@@ -180,10 +180,12 @@ describe("sse() through app.request()", () => {
     const response = await app.request(`/events/${channel}`);
     const reader = response.body!.getReader();
     await readUntil(reader, /retry/);
+    const before = hit("stream_backlog");
     // The client reads nothing more: every event waits in the stream's queue.
     for (let n = 0; n < 20; n++) await publish(channel, "x".repeat(100));
     await expect(reader.read()).rejects.toThrow(/slow client dropped: \d+ bytes waiting, over maxQueuedBytes \(1000\)/);
     expect(lines().join("\n")).toMatch(/event stream client dropped: \d+ bytes waiting/);
+    expect(hit("stream_backlog")).toBe(before + 1);
   });
 
   it("answers an error thrown before the stream starts as any route's error", async () => {

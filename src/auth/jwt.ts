@@ -5,6 +5,7 @@ import { createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
 import { checkCacheOptions, freezeClaims, VerifiedTokens, type JwtCacheOptions } from "./verified-tokens.js";
+import { countLimitHit } from "../limit-hits.js";
 import {
   checkRealm, checkSchemeName, checkScopes, forbiddenResponse, missingScopes, quoted, setAuth, unauthorizedResponse,
 } from "./principal.js";
@@ -135,7 +136,10 @@ function boundedFetch(maxBytes: number, backoffMs: number): FetchImplementation 
   let last = "";
   return async (url, init) => {
     const wait = retryAt - Date.now();
-    if (wait > 0) throw new Error(`the last fetch failed (${last}); not fetched again for ${wait}ms`);
+    if (wait > 0) {
+      countLimitHit("jwks_backoff");
+      throw new Error(`the last fetch failed (${last}); not fetched again for ${wait}ms`);
+    }
     try {
       const response = await fetch(url, init);
       if (response.status !== 200) {
@@ -159,7 +163,10 @@ function boundedFetch(maxBytes: number, backoffMs: number): FetchImplementation 
 
 /** The body as text, refused (and the download stopped) past `maxBytes`. */
 async function readAtMost(response: Response, maxBytes: number): Promise<string> {
-  const tooBig = () => new Error(`the JWKS is larger than jwks.maxBytes (${maxBytes} bytes)`);
+  const tooBig = () => {
+    countLimitHit("jwks_bytes");
+    return new Error(`the JWKS is larger than jwks.maxBytes (${maxBytes} bytes)`);
+  };
   if (Number(response.headers.get("content-length") ?? 0) > maxBytes) {
     await response.body?.cancel().catch(() => {});
     throw tooBig();

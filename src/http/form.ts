@@ -63,6 +63,8 @@ export function resolveFormLimits(route: string, limits: FormLimits | undefined,
   };
 }
 
+/** The longest field name read; a longer one is refused rather than cut (two names could become one). */
+const FIELD_NAME_BYTES = 256;
 const tooLarge = (message: string) => createError("PAYLOAD_TOO_LARGE", message);
 
 /**
@@ -162,7 +164,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
       parser = parse({
         headers: { "content-type": type },
         defParamCharset: "utf8",
-        limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: 256 },
+        limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: FIELD_NAME_BYTES },
       });
     } catch (error) {
       reject(createError("BAD_REQUEST", `Malformed form body: ${(error as Error).message}`, error));
@@ -175,6 +177,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
     };
     parser.on("field", (name, text, info) => {
       if (failed) return;
+      if (info.nameTruncated) return fail(tooLarge(`A field name exceeds the limit of ${FIELD_NAME_BYTES} bytes`));
       if (info.valueTruncated) return fail(tooLarge(`Field ${name} exceeds the limit of ${limits.fieldSize} bytes`));
       entries.push({ name, item: text });
     });

@@ -3,6 +3,7 @@ import type { Logger } from "../logging/logger.js";
 import type { ChannelEvent, Missed } from "./event.js";
 import { hub } from "./hub.js";
 import { lastWords, type LongConnection, type OpenStreams } from "../http/open-streams.js";
+import { countLimitHit } from "../limit-hits.js";
 
 /** Settings of an event-stream route (`sse()`); every one is optional. */
 export interface EventStreamOptions {
@@ -231,6 +232,7 @@ export class EventStream {
     this.#queuedBytes += bytes.byteLength;
     this.#wrote = true;
     if (this.#queuedBytes > this.#options.maxQueuedBytes && !this.#wanted) {
+      countLimitHit("stream_backlog");
       this.#drop(`${this.#queuedBytes} bytes waiting, over maxQueuedBytes (${this.#options.maxQueuedBytes}): the client does not read`);
       return false;
     }
