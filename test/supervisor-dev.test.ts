@@ -5,8 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseCli } from "../cli/args.js";
 import { freePort, get } from "./fixtures/supervisor-harness.js";
+import { parseDevCommand } from "../cli/dev.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const children = new Set<ReturnType<typeof spawn>>();
@@ -23,11 +23,14 @@ await app.listen();
 
 describe("keelson dev", () => {
   it("parses its arguments", () => {
-    expect(parseCli(["dev", "main.ts", "-w", "2", "--port", "4000"])).toEqual({
-      command: "dev", dev: { entry: "main.ts", workers: 2, port: 4000, root: process.cwd() },
+    expect(parseDevCommand(["main.ts", "-w", "2", "--port", "4000"], {})).toEqual({
+      entry: "main.ts", workers: 2, port: 4000, host: "127.0.0.1", root: process.cwd(),
     });
-    expect(parseCli(["dev"])).toEqual({ command: "error", message: "missing <entry>: the TypeScript module that builds the App and calls listen()" });
-    expect(parseCli(["dev", "main.ts", "--workers", "0"])).toEqual({ command: "error", message: '--workers expects a positive integer, got "0"' });
+    expect(parseDevCommand(["main.ts", "--host", "::"], { HOST: "10.0.0.1" }).host).toBe("::");
+    expect(parseDevCommand(["main.ts"], { HOST: "0.0.0.0" }).host).toBe("0.0.0.0");
+    expect(() => parseDevCommand([], {})).toThrow("missing <entry>: the TypeScript module that builds the App and calls listen()");
+    expect(() => parseDevCommand(["main.ts", "--workers", "0"], {})).toThrow('--workers expects a positive integer, got "0"');
+    expect(() => parseDevCommand(["main.ts", "--host", "http://x"], {})).toThrow('--host must be an IP address or a host name');
   });
 
   it("reloads on a save, shows a broken save's error once and keeps the last good worker serving", async () => {
