@@ -19,6 +19,8 @@ export interface ControlCommand {
    * the one running from this folder, whatever its port; `socket` is the fallback for one without a record.
    */
   here?: boolean;
+  /** With `here`: the `PORT` of the environment, which picks among several of this folder. */
+  envPort?: number;
   json: boolean;
   /** `status --watch`: refresh every this many ms. */
   watchMs: number | undefined;
@@ -27,7 +29,8 @@ export interface ControlCommand {
 /** How `status` and `reload` name the supervisor they talk to. */
 const NAMING = `Names the supervisor by its pid, the port it serves or the folder it was started from, from any
 folder (keelson ls lists them all). Without a name, the one started from this folder, whatever
-its port (it says which); several there: it lists them and asks for one (exit 1).
+its port (it says which); several there: the one serving $PORT if set, else it lists them and
+asks for one (exit 1).
   --port N       the one of this folder serving N
   --socket PATH  the one listening on this control socket (default: $KEELSON_CONTROL_SOCKET)
   --json         the answer as one JSON line`;
@@ -69,8 +72,10 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
   const named = fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined;
   const socket = values.socket ?? named ?? defaultControlSocket(process.cwd(), effectivePort(port, env), env);
   const here = target === undefined && values.socket === undefined && named === undefined && port === undefined;
+  const envPort = here && env.PORT?.trim() ? effectivePort(undefined, env) : undefined;
   return {
-    command, socket, ...(target === undefined ? {} : { target }), ...(here ? { here } : {}), json: values.json === true,
+    command, socket, ...(target === undefined ? {} : { target }), ...(here ? { here } : {}), ...(envPort === undefined ? {} : { envPort }),
+    json: values.json === true,
     watchMs: values.watch === true || values.interval !== undefined ? interval : undefined,
   };
 }
@@ -138,14 +143,17 @@ async function findByTarget(target: string): Promise<string> {
 
 /**
  * The socket of the one supervisor running from this folder, whatever its port, said on a line of
- * its own (stderr under --json); several: throws listing them. None recorded: the default socket
- * of this folder and PORT, as a supervisor of an older keelson has no record.
+ * its own (stderr under --json); several: the one serving `PORT` if that is set and one does, else
+ * throws listing them. None recorded: the default socket of this folder and PORT, as a supervisor
+ * of an older keelson has no record.
  */
 async function findHere(command: ControlCommand): Promise<string> {
   const { findSupervisors } = await import("../supervisor/registry.js");
   const folder = process.cwd();
-  const here = (await findSupervisors()).flatMap((found) => (found.state === "running" && found.status.primary.cwd === folder ? [found] : []));
-  const describe = ({ pid, status: { primary } }: (typeof here)[number]) => `pid ${pid} (port ${primary.port ?? "-"})`;
+  const inFolder = (await findSupervisors()).flatMap((found) => (found.state === "running" && found.status.primary.cwd === folder ? [found] : []));
+  const describe = ({ pid, status: { primary } }: (typeof inFolder)[number]) => `pid ${pid} (port ${primary.port ?? "-"})`;
+  const onPort = inFolder.filter((found) => found.status.primary.port === command.envPort);
+  const here = inFolder.length > 1 && onPort.length === 1 ? onPort : inFolder;
   const [one, ...others] = here;
   if (one === undefined) return command.socket;
   if (others.length > 0) {

@@ -70,5 +70,9 @@ describe("keelson status and reload with no name", () => {
     expect(keelson("status", String(second)).stdout).toContain(`supervisor pid ${two.pid}`);
     expect(keelson("status", "--port", String(first)).stdout).toContain(`supervisor pid ${one.pid}`);
     expect(keelson("status", String(two.pid), "--json").status).toBe(0);
+    // PORT in the environment picks among them, as `keelson start` would have read it.
+    const byEnv = spawnSync(process.execPath, ["--import", TSX, CLI, "status"], { cwd: folder, env: { ...process.env, ...env, PORT: String(second) }, encoding: "utf8", timeout: 60_000 });
+    expect(byEnv.status, byEnv.stderr).toBe(0);
+    expect(byEnv.stdout).toContain(`the supervisor of ${folder}: pid ${two.pid} (port ${second})`);
   }, 120_000);
 });

@@ -124,7 +124,7 @@ describe("supervisor command line", () => {
   it("status and reload: the socket of this folder and PORT unless --socket or KEELSON_CONTROL_SOCKET names one", () => {
     const here = defaultControlSocket(process.cwd(), 4000, {});
     // Nothing names it: the one of this folder, whatever its port (found at run time); this socket is the fallback.
-    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, here: true, json: false, watchMs: undefined });
+    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, here: true, envPort: 4000, json: false, watchMs: undefined });
     expect(control(["status", "--port", "4000"]).here).toBeUndefined();
     expect(control(["status", "-p", "4000", "--json"])).toMatchObject({ socket: here, json: true });
     expect(control(["status"]).socket).toBe(defaultControlSocket(process.cwd(), 3000, {}));
