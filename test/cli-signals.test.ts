@@ -6,6 +6,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { detachedFrom } from "../cli/parent-watch.js";
 import { killAllChildren, spawnChild, type Child } from "../harness/child.js";
 import { freePort, get, sleep } from "./fixtures/supervisor-harness.js";
 
@@ -124,25 +125,25 @@ describe("keelson start: a SIGTERM to the command that started it", () => {
   }, 90_000);
 });
 
-describe("keelson start meant to outlive its parent", () => {
-  /** `bash -c '<prefix> keelson start … & wait'`: bash stays the parent until it is killed. */
-  async function detachedUnderBash(prefix: string): Promise<{ started: Started; supervisor: number; workers: number[]; port: number }> {
-    const port = await freePort();
-    const logFile = join(project, `${prefix.replaceAll(/\W/g, "") || "plain"}-${port}.log`);
-    // bash, not sh: nohup's trace is the `$_` bash puts in the command's environment.
-    const started = outer(["bash", "-c", `${prefix} ${keelsonStart(port)} > ${logFile} 2>&1 & wait`]);
-    const log = () => {
-      try {
-        return readFileSync(logFile, "utf8");
-      } catch {
-        return "";
-      }
-    };
-    const pids = await readyPids({ outer: started.outer, log });
-    strays.add(pids.supervisor);
-    return { started: { outer: started.outer, log }, ...pids, port };
-  }
+/** `bash -c '<prefix> keelson start … & wait'`: bash stays the parent until it is killed. */
+async function detachedUnderBash(prefix: string): Promise<{ started: Started; supervisor: number; workers: number[]; port: number }> {
+  const port = await freePort();
+  const logFile = join(project, `${prefix.replaceAll(/\W/g, "") || "plain"}-${port}.log`);
+  // bash, not sh: nohup's trace is the `$_` bash puts in the command's environment.
+  const started = outer(["bash", "-c", `${prefix} ${keelsonStart(port)} > ${logFile} 2>&1 & wait`]);
+  const log = () => {
+    try {
+      return readFileSync(logFile, "utf8");
+    } catch {
+      return "";
+    }
+  };
+  const pids = await readyPids({ outer: started.outer, log });
+  strays.add(pids.supervisor);
+  return { started: { outer: started.outer, log }, ...pids, port };
+}
 
+describe("keelson start meant to outlive its parent", () => {
   it.each(["nohup", "setsid"])("%s: the parent shell dies, the supervisor keeps serving until signalled itself", async (prefix) => {
     const { started, supervisor, workers, port } = await detachedUnderBash(prefix);
     const outerExit = new Promise((resolve) => started.outer.process.once("exit", resolve));
@@ -165,4 +166,19 @@ describe("keelson start meant to outlive its parent", () => {
     expect(started.log()).toMatch(/parent process \(pid \d+\) exited: stopping as on SIGTERM/);
     expect(await refused(port)).toBe(true);
   }, 90_000);
+});
+
+describe("detachedFrom: who is meant to outlive its parent", () => {
+  const stat = (session: number) => {
+    const path = join(project, `stat-${session}`);
+    writeFileSync(path, `${process.pid} (node (a b)) S 4120 4120 ${session} 0 -1\n`);
+    return path;
+  };
+  it("init as the parent, a session of its own, nohup from bash; else undefined (watched)", () => {
+    expect(detachedFrom(1, {}, stat(1))).toBe("init");
+    expect(detachedFrom(4120, {}, stat(process.pid))).toBe("session");
+    expect(detachedFrom(4120, { _: "/usr/bin/nohup" }, stat(1))).toBe("nohup");
+    expect(detachedFrom(4120, { _: "/usr/bin/node" }, stat(1))).toBeUndefined();
+    expect(detachedFrom(4120, {}, join(project, "no-such-stat"))).toBeUndefined();
+  });
 });
