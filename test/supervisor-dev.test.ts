@@ -1,5 +1,6 @@
 // keelson dev as a process: a TypeScript project in a temp folder, edited while it serves.
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +22,17 @@ app.route(get("/whoami", () => ({ pid: process.pid, worker: ${version} })));
 await app.listen();
 `;
 
+/** "connected", or the error code of a TCP connection to `host:port`. */
+function connects(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port }, () => {
+      socket.destroy();
+      resolve("connected");
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+  });
+}
+
 describe("keelson dev", () => {
   it("parses its arguments", () => {
     expect(parseDevCommand(["main.ts", "-w", "2", "--port", "4000"], {})).toEqual({
@@ -40,7 +52,7 @@ describe("keelson dev", () => {
     writeFileSync(main, entry(1));
     const port = await freePort();
     const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), join(ROOT, "cli/cli.ts"), "dev", "main.ts", "--port", String(port)], {
-      cwd: project, env: { ...process.env, NODE_ENV: "development" }, stdio: ["ignore", "pipe", "pipe"],
+      cwd: project, env: { ...process.env, NODE_ENV: "development", HOST: "" }, stdio: ["ignore", "pipe", "pipe"],
     });
     children.add(child);
     let output = "";
@@ -56,6 +68,9 @@ describe("keelson dev", () => {
     await waitFor(/1 worker\(s\) ready in/, 0);
     expect(output).toMatch(/keelson dev: main\.ts, 1 worker\(s\), watching /);
     expect((await get(port, "/whoami")).body.worker).toBe(1);
+    // This machine only unless told: bound to 127.0.0.1, so 127.0.0.2 (routed to lo too) is refused.
+    expect(output).toMatch(new RegExp(`ready in \\d+ms: http://127\\.0\\.0\\.1:${port}/`));
+    expect(await connects("127.0.0.2", port)).toBe("ECONNREFUSED");
 
     let mark = output.length;
     writeFileSync(main, entry(2));
