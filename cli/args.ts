@@ -132,7 +132,7 @@ export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = pro
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
         metricsPort: readMetricsPort(values["metrics-port"], env),
-        metricsHost: values["metrics-host"] ?? (env.KEELSON_METRICS_HOST?.trim() || undefined),
+        metricsHost: checkHost(values["metrics-host"]?.trim(), "--metrics-host") ?? checkHost(env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST"),
         controlSocket: values["control-socket"],
         maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
         maxMemoryWindow: number("max-memory-window"),

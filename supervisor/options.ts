@@ -146,7 +146,8 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     throw new Error(`watchdogTimeout (${watchdogTimeout}ms) must exceed heartbeatInterval (${heartbeatInterval}ms), or be 0 (off)`);
   }
   const balancer = resolveBalancer(options.balancer, process.env, host);
-  const listenHost = checkHost(options.host, "host");
+  // HOST is resolved here, not only inherited, so that the metrics port can follow it.
+  const listenHost = checkHost(options.host, "host") ?? checkHost((options.env?.HOST ?? process.env.HOST)?.trim() || undefined, "HOST");
   const initialBackoff = nonNegative(backoff.initial ?? 100, "backoff.initial");
   const maxBackoff = nonNegative(backoff.max ?? 10_000, "backoff.max");
   if (initialBackoff > maxBackoff) throw new Error(`backoff.initial (${initialBackoff}ms) must not exceed backoff.max (${maxBackoff}ms)`);
@@ -180,8 +181,8 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     metricsPort: resolveMetricsPort(options.metricsPort, process.env),
     metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
     // The service's address by default: `--host 127.0.0.1` must not leave the metrics on every interface.
-    metricsHost: checkHost(options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined), "metricsHost")
-      ?? listenHost ?? (((options.env?.HOST ?? process.env.HOST)?.trim()) || undefined),
+    metricsHost: checkHost(options.metricsHost, "metricsHost")
+      ?? checkHost(process.env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST") ?? listenHost,
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),
     maxMemoryWindow: nonNegative(options.maxMemoryWindow ?? 30_000, "maxMemoryWindow"),

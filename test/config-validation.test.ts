@@ -166,12 +166,12 @@ describe("SupervisorOptions: resolveOptions()", () => {
 
 describe("the supervisor's environment and the CLI's flags", () => {
 
-  it.each([["WORKERS", "two"], ["WORKERS", "0"], ["WEB_CONCURRENCY", "1.5"], ["PORT", "http"], ["PORT", "70000"], ["KEELSON_METRICS_PORT", "abc"], ["HOST", "http://0.0.0.0"]])(
+  it.each([["WORKERS", "two"], ["WORKERS", "0"], ["WEB_CONCURRENCY", "1.5"], ["PORT", "http"], ["PORT", "70000"], ["KEELSON_METRICS_PORT", "abc"], ["HOST", "http://0.0.0.0"], ["KEELSON_METRICS_HOST", "::1/128"]])(
     "refuses %s=%s with the variable's name",
     (name, value) => expect(error(start([], { [name]: value }))).toMatch(new RegExp(`^${name} must be .*got "${escape(value)}"$`)),
   );
 
-  it.each([["--workers", "x"], ["--ready-timeout", "NaN"], ["--kill-margin", "-5"], ["--backoff-max", "Infinity"], ["--metrics-port", "99999"], ["--host", "0.0.0.0:3000"]])(
+  it.each([["--workers", "x"], ["--ready-timeout", "NaN"], ["--kill-margin", "-5"], ["--backoff-max", "Infinity"], ["--metrics-port", "99999"], ["--host", "0.0.0.0:3000"], ["--metrics-host", "a b"]])(
     "refuses %s %s with the flag's name",
     (flag, value) => expect(error(start([`${flag}=${value}`]))).toMatch(new RegExp(`^${flag} .*"${escape(value)}"$`)),
   );
