@@ -104,8 +104,8 @@ export async function runControlCommand(command: ControlCommand): Promise<number
       : command.here === true ? await findHere(command) : command.socket;
     const cli = { ...command, socket };
     if (cli.command === "reload") return await runReload(cli);
-    // The client side loads when a command runs: `keelson start` parses its arguments through this
-    // file and should not load node:net and the registry before it forks.
+    // The client side loads when a command runs: `--help` and a usage error need neither node:net
+    // nor the registry.
     const { sendControl } = await import("../supervisor/control-socket.js");
     do {
       const reply = await sendControl(cli.socket, { command: "status" }, 5000);

@@ -5,7 +5,7 @@ import type { Supervisor } from "../supervisor/primary.js";
 import { readHost } from "./args.js";
 import { stopWithParent } from "./parent-watch.js";
 import { terminal } from "./terminal.js";
-import type { VerbContext } from "./verbs.js";
+import type { VerbContext } from "./verb.js";
 
 /** `keelson dev <entry>`, parsed. */
 export interface DevCommand {
@@ -75,8 +75,7 @@ export async function runDevVerb(argv: readonly string[], context: VerbContext):
  * Changes that arrive during a reload merge into one more (the supervisor's own rule).
  */
 export async function runDev(cli: DevCommand): Promise<void> {
-  // Loaded here, not at the top: `keelson start` parses its arguments through this file's parser
-  // and must not pay for the supervisor before it has forked its workers (cli/main.ts).
+  // Loaded here, not at the top: `keelson dev --help` and a usage error need no supervisor.
   const { Supervisor } = await import("../supervisor/primary.js");
   const supervisor = new Supervisor({
     entry: cli.entry, workers: cli.workers, port: cli.port, host: cli.host,

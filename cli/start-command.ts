@@ -1,6 +1,6 @@
 import { parseStart, START_USAGE } from "./args.js";
 import type { SupervisorOptions } from "../supervisor/options.js";
-import type { VerbContext } from "./verbs.js";
+import type { VerbContext } from "./verb.js";
 
 export { START_USAGE };
 
