@@ -168,12 +168,14 @@ describe("keelson start meant to outlive its parent", () => {
   }, 90_000);
 });
 
+/** A /proc/self/stat of this process in `session` (the command name holds spaces and parentheses, as it may). */
+function stat(session: number): string {
+  const path = join(project, `stat-${session}`);
+  writeFileSync(path, `${process.pid} (node (a b)) S 4120 4120 ${session} 0 -1\n`);
+  return path;
+}
+
 describe("detachedFrom: who is meant to outlive its parent", () => {
-  const stat = (session: number) => {
-    const path = join(project, `stat-${session}`);
-    writeFileSync(path, `${process.pid} (node (a b)) S 4120 4120 ${session} 0 -1\n`);
-    return path;
-  };
   it("init as the parent, a session of its own, nohup from bash; else undefined (watched)", () => {
     expect(detachedFrom(1, {}, stat(1))).toBe("init");
     expect(detachedFrom(4120, {}, stat(process.pid))).toBe("session");
