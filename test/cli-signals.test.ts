@@ -169,7 +169,7 @@ describe("keelson start meant to outlive its parent", () => {
 });
 
 /** A /proc/self/stat of this process in `session` (the command name holds spaces and parentheses, as it may). */
-function stat(session: number): string {
+function fakeStat(session: number): string {
   const path = join(project, `stat-${session}`);
   writeFileSync(path, `${process.pid} (node (a b)) S 4120 4120 ${session} 0 -1\n`);
   return path;
@@ -177,10 +177,10 @@ function stat(session: number): string {
 
 describe("detachedFrom: who is meant to outlive its parent", () => {
   it("init as the parent, a session of its own, nohup from bash; else undefined (watched)", () => {
-    expect(detachedFrom(1, {}, stat(1))).toBe("init");
-    expect(detachedFrom(4120, {}, stat(process.pid))).toBe("session");
-    expect(detachedFrom(4120, { _: "/usr/bin/nohup" }, stat(1))).toBe("nohup");
-    expect(detachedFrom(4120, { _: "/usr/bin/node" }, stat(1))).toBeUndefined();
+    expect(detachedFrom(1, {}, fakeStat(1))).toBe("init");
+    expect(detachedFrom(4120, {}, fakeStat(process.pid))).toBe("session");
+    expect(detachedFrom(4120, { _: "/usr/bin/nohup" }, fakeStat(1))).toBe("nohup");
+    expect(detachedFrom(4120, { _: "/usr/bin/node" }, fakeStat(1))).toBeUndefined();
     expect(detachedFrom(4120, {}, join(project, "no-such-stat"))).toBeUndefined();
   });
 });
