@@ -1,6 +1,9 @@
 # Every target installs what it needs first: a fresh clone needs only `make run` or `make test`.
 SHELL := /bin/bash
 PORT ?= 3000
+# The address of `make run` and `make dev`: this machine only, as a development server; HOST=0.0.0.0 (or ::)
+# for every interface, as a container needs. `keelson start` itself listens on every interface unless told.
+HOST ?= 127.0.0.1
 WORKERS ?=
 STAMP := node_modules/.keelson-installed
 
@@ -63,7 +66,7 @@ check-h3-latest: $(STAMP)
 
 # The example service; WORKERS=N forks N workers behind one port (default: one per CPU).
 run: build
-	PORT=$(PORT) node dist/cli/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
+	HOST=$(HOST) PORT=$(PORT) node dist/cli/cli.js start dist/examples/bookstore/main.js $(if $(WORKERS),--workers $(WORKERS))
 
 # A bearer token for the example's write routes (POST/PUT/DELETE under /api/books): scope books:write,
 # 12 hours, signed with BOOKSTORE_JWT_SECRET or the example's development key. TOKEN=$$(make -s token).
@@ -72,7 +75,7 @@ token: $(STAMP)
 
 # keelson dev on the example's TypeScript sources: a rolling reload on every save.
 dev: $(STAMP)
-	PORT=$(PORT) node --import tsx cli/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
+	HOST=$(HOST) PORT=$(PORT) node --import tsx cli/cli.ts dev examples/bookstore/main.ts $(if $(WORKERS),--workers $(WORKERS))
 
 # The benchmark servers compile into the same dist/ (tsconfig.bench.json) and run from there.
 build-bench: build

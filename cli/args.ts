@@ -1,36 +1,29 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
-import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
-import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkOneOf, parseNumber, type NumberRule } from "../src/checks.js";
+import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkOneOf, parseNumber, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
 import { BALANCERS } from "../supervisor/balancer.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
-import { commandList, unknownCommand } from "./verbs.js";
 
-/** What the command line asks for. */
-export type CliCommand =
-  | { command: "help"; usage: string }
+/** `keelson start …`, parsed: the supervisor's options, or what is wrong with the arguments. */
+export type StartCommand =
   | { command: "start"; options: SupervisorOptions }
-  | { command: "control"; control: ControlCommand }
-  | { command: "dev"; dev: DevCommand }
   | { command: "error"; message: string };
 
-export const USAGE = `Usage: keelson <command> …
-
-Commands:
-${commandList()}
-
-Usage: keelson start <entry> [options] [-- entry arguments]
+export const START_USAGE = `Usage: keelson start <entry> [options] [-- entry arguments]
 
 Runs <entry> (a module that builds a keelson App and calls listen()) in N node:cluster
 workers behind one port. SIGINT/SIGTERM: drain every worker and exit (0 when all exited
-cleanly, else 1). SIGHUP: rolling reload, one worker at a time.
+cleanly, else 1). SIGHUP: rolling reload, one worker at a time. It also stops, as on SIGTERM,
+when the program that started it exits first (npm start, npx, a wrapper script), unless it runs
+in a session of its own (setsid, a service manager) or under nohup (docs/deployment.md).
 
 Options (times in milliseconds):
   -w, --workers N             workers (default: $WORKERS, else $WEB_CONCURRENCY, else one per CPU)
   -p, --port N                port of the App (default: $PORT, else the App's own default, 3000)
+      --host ADDR             address of the App, 127.0.0.1 for this machine only (default: $HOST,
+                              else the App's own host, else every interface)
       --ready-timeout MS      a worker must listen within this (default 30000)
       --shutdown-timeout MS   drain budget assumed before a worker reports its own (default 10000)
       --kill-margin MS        SIGKILL a draining worker this long after its budget (default 1000)
@@ -43,7 +36,7 @@ Options (times in milliseconds):
       --crash-window MS       (default 60000)
       --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
                               App uses createPrometheus (default: $KEELSON_METRICS_PORT, else 9464)
-      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
+      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else --host, else every interface)
       --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
                               --max-memory-window MS (default 30000), new worker first
       --balancer round-robin|reuseport
@@ -55,11 +48,7 @@ Options (times in milliseconds):
   -h, --help                  this text
 
 A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
-Environment: WORKERS, PORT, KEELSON_BALANCER, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
-
-${CONTROL_USAGE}
-
-${DEV_USAGE}`;
+Environment: WORKERS, PORT, HOST, KEELSON_BALANCER, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -91,34 +80,37 @@ function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | un
   return value;
 }
 
+/** `--host`, else `HOST`: the flag before the variable, as for the port. */
+export function readHost(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
+  if (flag !== undefined) return checkHost(flag.trim(), "--host");
+  return checkHost(env.HOST?.trim() || undefined, "HOST");
+}
+
 function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
   if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
   const raw = env.KEELSON_METRICS_PORT;
   return raw === undefined || raw.trim() === "" ? undefined : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
-/** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
-export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): CliCommand {
+/**
+ * Parses the arguments after `keelson start`. Never throws: errors come back as `{ command: "error" }`.
+ *
+ * @example
+ * parseStart(["dist/main.js", "--port", "8080", "--host", "127.0.0.1"]); // { command: "start", options: { entry: "dist/main.js", port: 8080, host: "127.0.0.1", … } }
+ */
+export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = process.env): StartCommand {
   try {
-    const [first, ...rest] = argv;
-    const help = rest.includes("--help") || rest.includes("-h");
-    if (first === "status" || first === "reload") {
-      return help ? { command: "help", usage: CONTROL_USAGE } : { command: "control", control: parseControlCommand(first, rest, env) };
-    }
-    if (first === "dev") return help ? { command: "help", usage: DEV_USAGE } : { command: "dev", dev: parseDevCommand(rest, env) };
     const options = Object.fromEntries(Object.entries(NUMBER_FLAGS).map(([name, short]) => [
       name, short === undefined ? { type: "string" as const } : { type: "string" as const, short },
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { ...options, host: { type: "string" }, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
     const entryArgs = separator === -1 ? [] : argv.slice(separator + 1);
-    if (values.help === true || own.length === 0) return { command: "help", usage: USAGE };
-    const [command, entry, ...extra] = own;
-    if (command !== "start") return { command: "error", message: unknownCommand(command ?? "") };
+    const [entry, ...extra] = own;
     if (entry === undefined) return { command: "error", message: "missing <entry>: the module that builds the App and calls listen()" };
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")} (put entry arguments after --)` };
     if (!entry.startsWith("file:") && !existsSync(resolve(entry))) return { command: "error", message: `entry not found: ${resolve(entry)}` };
@@ -131,6 +123,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         args: entryArgs,
         workers: number("workers") ?? readWorkersEnv(env),
         port: readPort(number("port"), env),
+        host: readHost(values.host, env),
         readyTimeout: number("ready-timeout"),
         shutdownTimeout: number("shutdown-timeout"),
         killMargin: number("kill-margin"),
@@ -139,7 +132,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
         metricsPort: readMetricsPort(values["metrics-port"], env),
-        metricsHost: values["metrics-host"] ?? (env.KEELSON_METRICS_HOST?.trim() || undefined),
+        metricsHost: checkHost(values["metrics-host"]?.trim(), "--metrics-host") ?? checkHost(env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST"),
         controlSocket: values["control-socket"],
         maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
         maxMemoryWindow: number("max-memory-window"),

@@ -14,20 +14,40 @@ export interface ControlCommand {
   socket: string;
   /** `keelson status <pid|port|folder>`: the supervisor to find among this user's (then `socket` is not used). */
   target?: string;
+  /**
+   * True when nothing names the supervisor (no argument, `--socket`, `--port` or `KEELSON_CONTROL_SOCKET`):
+   * the one running from this folder, whatever its port; `socket` is the fallback for one without a record.
+   */
+  here?: boolean;
+  /** With `here`: the `PORT` of the environment, which picks among several of this folder. */
+  envPort?: number;
   json: boolean;
   /** `status --watch`: refresh every this many ms. */
   watchMs: number | undefined;
 }
 
-export const CONTROL_USAGE = `Usage: keelson status [pid|port|folder] [--json] [--watch] [--interval MS] [--socket PATH] [--port N]
-       keelson reload [pid|port|folder] [--json] [--socket PATH] [--port N]
+/** How `status` and `reload` name the supervisor they talk to. */
+const NAMING = `Names the supervisor by its pid, the port it serves or the folder it was started from, from any
+folder (keelson ls lists them all). Without a name, the one started from this folder, whatever
+its port (it says which); several there: the one serving $PORT if set, else it lists them and
+asks for one (exit 1).
+  --port N       the one of this folder serving N
+  --socket PATH  the one listening on this control socket (default: $KEELSON_CONTROL_SOCKET)
+  --json         the answer as one JSON line`;
 
-status: one row per worker (pid, generation, state, uptime, restarts, memory, event loop,
-requests in flight and per second), the primary's row and the crash-loop breaker.
-reload: a rolling reload of the running supervisor; prints which workers were replaced.
-Names the supervisor by its pid, the port it serves or the folder it was started from, from any
-folder (keelson ls lists them all); without a name or --socket, the one started from this folder
-with this PORT (or --port).`;
+/** `keelson status --help` and `keelson reload --help`. */
+export const CONTROL_USAGE = {
+  status: `Usage: keelson status [pid|port|folder] [--json] [--watch] [--interval MS] [--socket PATH] [--port N]
+
+One row per worker (pid, generation, state, uptime, restarts, memory, event loop, requests in
+flight and per second), the primary's row and the crash-loop breaker.
+${NAMING}
+  --watch        refresh every --interval MS (default 2000)`,
+  reload: `Usage: keelson reload [pid|port|folder] [--json] [--socket PATH] [--port N]
+
+A rolling reload of the running supervisor, one worker at a time; prints which workers were replaced.
+${NAMING}`,
+} as const;
 
 /** Parses the arguments after `status` or `reload`; throws a one-line reason. */
 export function parseControlCommand(command: "status" | "reload", argv: readonly string[], env: NodeJS.ProcessEnv): ControlCommand {
@@ -49,20 +69,43 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
   const interval = values.interval === undefined ? 2000 : Number(values.interval);
   if (!Number.isFinite(interval) || interval < 100) throw new Error(`--interval expects milliseconds >= 100, got "${values.interval}"`);
   const fromEnv = env.KEELSON_CONTROL_SOCKET;
-  const socket = values.socket ?? (fromEnv !== undefined && fromEnv !== "" ? fromEnv : defaultControlSocket(process.cwd(), effectivePort(port, env), env));
+  const named = fromEnv !== undefined && fromEnv !== "" ? fromEnv : undefined;
+  const socket = values.socket ?? named ?? defaultControlSocket(process.cwd(), effectivePort(port, env), env);
+  const here = target === undefined && values.socket === undefined && named === undefined && port === undefined;
+  const envPort = here && env.PORT?.trim() ? effectivePort(undefined, env) : undefined;
   return {
-    command, socket, ...(target === undefined ? {} : { target }), json: values.json === true,
+    command, socket, ...(target === undefined ? {} : { target }), ...(here ? { here } : {}), ...(envPort === undefined ? {} : { envPort }),
+    json: values.json === true,
     watchMs: values.watch === true || values.interval !== undefined ? interval : undefined,
   };
+}
+
+/**
+ * `keelson status|reload [argv]`: parses, then runs; resolves with the exit code (2 on a usage error).
+ *
+ * @example
+ * process.exitCode = await runControlVerb("status", ["--json"], process.env);
+ */
+export async function runControlVerb(command: "status" | "reload", argv: readonly string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let parsed: ControlCommand;
+  try {
+    parsed = parseControlCommand(command, argv, env);
+  } catch (error) {
+    process.stderr.write(`keelson: ${(error as Error).message}\nRun "keelson ${command} --help" for usage.\n`);
+    return 2;
+  }
+  return runControlCommand(parsed);
 }
 
 /** Runs the command; resolves with the exit code (0, or 1 when the supervisor cannot be reached or the reload stopped). */
 export async function runControlCommand(command: ControlCommand): Promise<number> {
   try {
-    const cli = command.target === undefined ? command : { ...command, socket: await findByTarget(command.target) };
+    const socket = command.target !== undefined ? await findByTarget(command.target)
+      : command.here === true ? await findHere(command) : command.socket;
+    const cli = { ...command, socket };
     if (cli.command === "reload") return await runReload(cli);
-    // The client side loads when a command runs: `keelson start` parses its arguments through this
-    // file and should not load node:net and the registry before it forks.
+    // The client side loads when a command runs: `--help` and a usage error need neither node:net
+    // nor the registry.
     const { sendControl } = await import("../supervisor/control-socket.js");
     do {
       const reply = await sendControl(cli.socket, { command: "status" }, 5000);
@@ -98,6 +141,30 @@ async function findByTarget(target: string): Promise<string> {
   throw new Error(`${matches.length} supervisors match "${target}": ${matches.map(describe).join(", ")}; name one by its pid`);
 }
 
+/**
+ * The socket of the one supervisor running from this folder, whatever its port, said on a line of
+ * its own (stderr under --json); several: the one serving `PORT` if that is set and one does, else
+ * throws listing them. None recorded: the default socket of this folder and PORT, as a supervisor
+ * of an older keelson has no record.
+ */
+async function findHere(command: ControlCommand): Promise<string> {
+  const { findSupervisors } = await import("../supervisor/registry.js");
+  const folder = process.cwd();
+  const inFolder = (await findSupervisors()).flatMap((found) => (found.state === "running" && found.status.primary.cwd === folder ? [found] : []));
+  const describe = ({ pid, status: { primary } }: (typeof inFolder)[number]) => `pid ${pid} (port ${primary.port ?? "-"})`;
+  const onPort = inFolder.filter((found) => found.status.primary.port === command.envPort);
+  const here = inFolder.length > 1 && onPort.length === 1 ? onPort : inFolder;
+  const [one, ...others] = here;
+  if (one === undefined) return command.socket;
+  if (others.length > 0) {
+    throw new Error(`${here.length} supervisors run from ${folder}: ${here.map(describe).join(", ")}; name one: keelson ${command.command} <pid|port>`);
+  }
+  const line = `the supervisor of ${folder}: ${describe(one)}`;
+  if (command.json) process.stderr.write(`${line}\n`);
+  else (await terminal()).info(line);
+  return one.socket;
+}
+
 async function runReload(cli: ControlCommand): Promise<number> {
   // A rolling reload takes a worker's start plus its drain per slot: no short deadline here.
   const { sendControl } = await import("../supervisor/control-socket.js");
@@ -124,7 +191,8 @@ const COLUMNS = ["worker", "pid", "gen", "state", "uptime", "restarts", "rss", "
 function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
-  consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
+  const serving = primary.url === undefined ? "" : ` on ${primary.url}`;
+  consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${serving}${flags ? ` (${flags})` : ""}`);
   const metrics = status.features?.metrics as MetricsPortState | undefined;
   if (metrics?.url !== undefined) consola.info(`metrics on ${metrics.url}${metrics.note === undefined ? "" : ` (${metrics.note})`}`);
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);

@@ -2,22 +2,32 @@ import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
 import type { Supervisor } from "../supervisor/primary.js";
+import { readHost } from "./args.js";
+import { stopWithParent } from "./parent-watch.js";
 import { terminal } from "./terminal.js";
+import type { VerbContext } from "./verb.js";
 
 /** `keelson dev <entry>`, parsed. */
 export interface DevCommand {
   entry: string;
   workers: number;
   port: number | undefined;
+  /** `--host`, else `HOST`, else 127.0.0.1: a development server answers this machine only unless told. */
+  host: string;
   /** The folder watched for changes: the working directory. */
   root: string;
 }
 
-export const DEV_USAGE = `Usage: keelson dev <entry.ts> [--workers N] [--port N]
+export const DEV_USAGE = `Usage: keelson dev <entry.ts> [--workers N] [--port N] [--host ADDR]
 
 Runs the TypeScript entry directly (workers start with --import tsx), watches the source files
 under the current folder and, on a change, does a rolling reload: a request in flight is not lost,
-and code that fails to compile or import leaves the last good workers serving.`;
+and code that fails to compile or import leaves the last good workers serving.
+
+  -w, --workers N   workers (default 1)
+  -p, --port N      port of the App (default: $PORT, else the App's own, 3000)
+      --host ADDR   its address (default: $HOST, else 127.0.0.1: this machine only; 0.0.0.0 or ::
+                    for every interface, as in a dev container)`;
 
 const WATCHED = /\.(?:[cm]?[jt]sx?|json)$/;
 const IGNORED = /(?:^|[/\\])(?:node_modules|dist|coverage|\.git)(?:[/\\]|$)/;
@@ -27,7 +37,7 @@ const DEBOUNCE_MS = 100;
 export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv): DevCommand {
   const { values, positionals } = parseArgs({
     args: [...argv], allowPositionals: true, strict: true,
-    options: { workers: { type: "string", short: "w" }, port: { type: "string", short: "p" } },
+    options: { workers: { type: "string", short: "w" }, port: { type: "string", short: "p" }, host: { type: "string" } },
   });
   const [entry, ...extra] = positionals;
   if (entry === undefined) throw new Error("missing <entry>: the TypeScript module that builds the App and calls listen()");
@@ -37,7 +47,27 @@ export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv)
   const rawPort = values.port ?? env.PORT;
   const port = rawPort === undefined || rawPort === "" ? undefined : Number(rawPort);
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${rawPort}"`);
-  return { entry, workers, port, root: process.cwd() };
+  return { entry, workers, port, host: readHost(values.host, env) ?? DEV_HOST, root: process.cwd() };
+}
+
+/** `keelson dev`'s address unless told: a server under development is not for the network. */
+export const DEV_HOST = "127.0.0.1";
+
+/**
+ * `keelson dev [argv]`: parses, then runs; resolves to 2 on a usage error, else to undefined
+ * (the supervisor exits the process when it stops).
+ *
+ * @example
+ * await runDevVerb(["src/main.ts", "--port", "4000"], { env: process.env, warnings: [] });
+ */
+export async function runDevVerb(argv: readonly string[], context: VerbContext): Promise<number | undefined> {
+  try {
+    await runDev(parseDevCommand(argv, context.env));
+    return undefined;
+  } catch (error) {
+    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    return 2;
+  }
 }
 
 /**
@@ -45,16 +75,16 @@ export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv)
  * Changes that arrive during a reload merge into one more (the supervisor's own rule).
  */
 export async function runDev(cli: DevCommand): Promise<void> {
-  // Loaded here, not at the top: `keelson start` parses its arguments through this file's parser
-  // and must not pay for the supervisor before it has forked its workers (cli/main.ts).
+  // Loaded here, not at the top: `keelson dev --help` and a usage error need no supervisor.
   const { Supervisor } = await import("../supervisor/primary.js");
   const supervisor = new Supervisor({
-    entry: cli.entry, workers: cli.workers, port: cli.port,
+    entry: cli.entry, workers: cli.workers, port: cli.port, host: cli.host,
     execArgv: process.execArgv.some((arg) => arg.includes("tsx")) ? process.execArgv : [...process.execArgv, "--import", resolveTsx()],
     env: { NODE_ENV: process.env.NODE_ENV ?? "development" },
   });
   const watcher = watchSources(cli.root, (files) => void reload(supervisor, files));
   void supervisor.finished.then(() => watcher.close());
+  stopWithParent(supervisor);
   (await terminal()).start(`keelson dev: ${cli.entry}, ${cli.workers} worker(s), watching ${cli.root}`);
   await supervisor.start().catch(() => {
     // A crash loop at start stops the supervisor; its log says why and `finished` exits.

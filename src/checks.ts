@@ -69,6 +69,22 @@ export function checkOneOf<T extends string>(value: unknown, name: string, allow
   throw new Error(`${name} must be ${spelled}, got ${show(value)}`);
 }
 
+/** A listen address: an IPv4 or IPv6 address, or a host name; not a URL, not `host:port`. */
+const HOST_PATTERN = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|(?:[0-9A-Fa-f.]*:){2,}[0-9A-Fa-f.]*(?:%[\w.-]+)?)$/;
+
+/**
+ * `value` if it is a listen address (`127.0.0.1`, `::`, `localhost`); undefined stays undefined
+ * (every interface); else throws `<name> must be an IP address or a host name, got <value>`.
+ *
+ * @example
+ * const host = checkHost(process.env.ADMIN_HOST?.trim() || undefined, "ADMIN_HOST");
+ */
+export function checkHost(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value === "string" && HOST_PATTERN.test(value)) return value;
+  throw new Error(`${name} must be an IP address or a host name (such as 127.0.0.1, :: or localhost), got ${show(value)}`);
+}
+
 /**
  * A number from the environment variable `name`: undefined when it is unset or blank, else the
  * number, checked against `rule`; anything else throws with the variable's name and its text

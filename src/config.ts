@@ -1,4 +1,4 @@
-import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
+import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
 import type { DocsConfig } from "./docs/types.js";
 import type { CorsConfig } from "./http/cors.js";
 import type { LoadSheddingOptions } from "./http/load-shed.js";
@@ -28,7 +28,11 @@ export interface KConfig {
    * const admin = new App({ serviceName: "admin", port: 9100, portEnv: "ADMIN_PORT" });
    */
   portEnv?: string | false;
-  /** Listen address. Default: all interfaces (Node's default). */
+  /**
+   * Listen address (`127.0.0.1` for this machine only), when the environment variable `HOST` does
+   * not set one; `HOST` is read by the App that reads `PORT` (the default `portEnv`), so a second App
+   * with a `portEnv` of its own keeps its address. Default: every interface (Node's default).
+   */
   host?: string;
   /** Default: `NODE_ENV` when it is one of the three values, else `development`. */
   env?: Env;
@@ -146,7 +150,8 @@ export function resolveConfig(config: KConfig): ResolvedConfig {
     version: config.version ?? docsVersion,
     port: envPort ?? config.port ?? DEFAULT_PORT,
     portEnv,
-    host: config.host,
+    // HOST goes with PORT: an admin App with its own portEnv must not follow the operator onto every interface.
+    host: (portEnv === "PORT" ? checkHost(process.env.HOST?.trim() || undefined, "HOST") : undefined) ?? checkHost(config.host, "host"),
     env: config.env ?? (nodeEnv && ENVS.includes(nodeEnv) ? nodeEnv : "development"),
     disableHealth: config.disableHealth ?? false,
     docs: {

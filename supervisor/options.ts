@@ -1,5 +1,5 @@
 import { availableParallelism } from "node:os";
-import { MAX_TIMER_MS, PORT_RULE, checkNumber } from "../src/checks.js";
+import { MAX_TIMER_MS, PORT_RULE, checkHost, checkNumber } from "../src/checks.js";
 import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
@@ -17,6 +17,11 @@ export interface SupervisorOptions {
   workers?: number;
   /** Sets `PORT` for the workers (the App's default port). Default: the inherited `PORT`, else the App's 3000. */
   port?: number;
+  /**
+   * Sets `HOST` for the workers (the App's listen address; `127.0.0.1` for this machine only).
+   * Default: the inherited `HOST`, else the App's own `host`, else every interface.
+   */
+  host?: string;
   /** Arguments passed to the entry (`process.argv.slice(2)` in the worker). Default none. */
   args?: string[];
   /** Node options of the workers. Default: the primary's `process.execArgv` (so `--import tsx` carries over). */
@@ -47,7 +52,7 @@ export interface SupervisorOptions {
    * (a number or `off`), else 9464.
    */
   metricsPort?: number | false;
-  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else all interfaces. */
+  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else `host` (or `HOST`), else every interface. */
   metricsHost?: string;
   /**
    * The Unix socket `keelson status` and `keelson reload` talk to, or false for none. Default:
@@ -72,8 +77,9 @@ export interface SupervisorOptions {
 }
 
 /** SupervisorOptions with every default applied. */
-export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "host" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
   port: number | undefined;
+  host: string | undefined;
   /** True when `metricsPort` is the default (no option, flag or variable chose it): taken, a free port is used instead. */
   metricsPortIsDefault: boolean;
   metricsHost: string | undefined;
@@ -140,6 +146,8 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     throw new Error(`watchdogTimeout (${watchdogTimeout}ms) must exceed heartbeatInterval (${heartbeatInterval}ms), or be 0 (off)`);
   }
   const balancer = resolveBalancer(options.balancer, process.env, host);
+  // HOST is resolved here, not only inherited, so that the metrics port can follow it.
+  const listenHost = checkHost(options.host, "host") ?? checkHost((options.env?.HOST ?? process.env.HOST)?.trim() || undefined, "HOST");
   const initialBackoff = nonNegative(backoff.initial ?? 100, "backoff.initial");
   const maxBackoff = nonNegative(backoff.max ?? 10_000, "backoff.max");
   if (initialBackoff > maxBackoff) throw new Error(`backoff.initial (${initialBackoff}ms) must not exceed backoff.max (${maxBackoff}ms)`);
@@ -148,6 +156,7 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     workers: positiveInteger(options.workers ?? readWorkersEnv() ?? availableParallelism(), "workers"),
     // reuseport: the workers bind the port themselves, so the primary must know it before they do.
     port: balancer === "reuseport" ? options.port ?? askedPort({ port: undefined, env: options.env ?? {} }) ?? DEFAULT_PORT : options.port,
+    host: listenHost,
     balancer,
     args: options.args ?? [],
     execArgv: options.execArgv ?? process.execArgv,
@@ -171,7 +180,9 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     exitProcess: options.exitProcess ?? true,
     metricsPort: resolveMetricsPort(options.metricsPort, process.env),
     metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
-    metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
+    // The service's address by default: `--host 127.0.0.1` must not leave the metrics on every interface.
+    metricsHost: checkHost(options.metricsHost, "metricsHost")
+      ?? checkHost(process.env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST") ?? listenHost,
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),
     maxMemoryWindow: nonNegative(options.maxMemoryWindow ?? 30_000, "maxMemoryWindow"),

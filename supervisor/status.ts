@@ -29,6 +29,8 @@ export interface StatusReport {
     cwd: string;
     /** The port its workers serve, once one is ready; undefined before. */
     port: number | undefined;
+    /** Where its workers serve (the address bound, `http://[::]:3000/` on every interface), once one is ready. */
+    url?: string;
     /** Its control socket, if it has one. */
     controlSocket: string | undefined;
     /** Open file descriptors and their soft limit (absent: unlimited); absent where unknown (not Linux). */
@@ -101,11 +103,12 @@ export class StatusBoard {
     const live = [...this.#pool.live].filter((handle) => handle.state !== "exited");
     const ready = live.filter((handle) => handle.state === "ready").map((handle) => this.#latest.get(handle))
       .filter((latest) => latest !== undefined);
+    const serving = live.find((handle) => handle.info !== undefined)?.info;
     return {
       primary: {
         pid: process.pid, uptimeMs: Math.round(now - this.#startedAt), rss: memory.rss, heapUsed: memory.heapUsed,
         elu: round(elu), entry, workers, reloading: this.#host.reloading(), stopping: this.#host.stopping(),
-        cwd: process.cwd(), port: live.find((handle) => handle.info !== undefined)?.info?.port,
+        cwd: process.cwd(), port: serving?.port, ...(serving?.url === undefined ? {} : { url: serving.url }),
         controlSocket: this.#options.controlSocket === false ? undefined : this.#options.controlSocket,
         ...(fds === undefined ? {} : { fds: fds.fds, ...(fds.fdLimit === undefined ? {} : { fdLimit: fds.fdLimit }) }),
       },

@@ -51,11 +51,12 @@ export function forkSettings({ entry, args, execArgv }: Pick<ResolvedSupervisorO
 }
 
 /** The environment of worker `id` on top of the primary's: what the worker's App and its link read. */
-export function workerEnv(options: Pick<ResolvedSupervisorOptions, "env" | "port" | "heartbeatInterval" | "balancer">, id: number): Record<string, string> {
-  const { env, port, heartbeatInterval, balancer } = options;
+export function workerEnv(options: Pick<ResolvedSupervisorOptions, "env" | "port" | "host" | "heartbeatInterval" | "balancer">, id: number): Record<string, string> {
+  const { env, port, host, heartbeatInterval, balancer } = options;
   return {
     ...env,
     ...(port === undefined ? {} : { PORT: String(port) }),
+    ...(host === undefined ? {} : { HOST: host }),
     KEELSON_WORKER_ID: String(id),
     KEELSON_LOG_FDS: "4,5",
     KEELSON_HEARTBEAT_INTERVAL: String(heartbeatInterval),

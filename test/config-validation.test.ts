@@ -3,7 +3,7 @@
 // value still accepted. NaN (what `Number(undefined)` gives), Infinity, negatives, fractions where
 // whole numbers are meant, unknown enum values, and the relations between options.
 import { afterEach, describe, expect, it } from "vitest";
-import { parseCli } from "../cli/args.js";
+import { parseStart } from "../cli/args.js";
 import { resolveOptions, type SupervisorOptions } from "../supervisor/options.js";
 import { App, Logger, defineJob, envNumber, rateLimit, type KConfig, type RateLimitOptions } from "../src/index.js";
 import type { LoggerOptions } from "../src/logging/logger.js";
@@ -37,8 +37,8 @@ function expectRefused(make: () => unknown, name: string, shown: string): void {
 }
 
 const resolve = (options: Partial<SupervisorOptions>) => resolveOptions({ entry: "app.js", controlSocket: false, metricsPort: false, logger: captureLogs().logger, ...options });
-const start = (args: string[], vars: Record<string, string> = {}) => parseCli(["start", "package.json", ...args], { PATH: process.env.PATH, ...vars });
-const error = (result: ReturnType<typeof parseCli>) => (result.command === "error" ? result.message : `(no error: ${result.command})`);
+const start = (args: string[], vars: Record<string, string> = {}) => parseStart(["package.json", ...args], { PATH: process.env.PATH, ...vars });
+const error = (result: ReturnType<typeof parseStart>) => (result.command === "error" ? result.message : `(no error: ${result.command})`);
 const limiter = (options: Partial<RateLimitOptions>) => rateLimit({ limit: 10, windowMs: 1000, ...options } as RateLimitOptions);
 const job = (options: object) => defineJob({ name: "job", run: () => {}, every: 60_000, ...options } as Parameters<typeof defineJob>[0]);
 const prometheus = (options: PrometheusOptions) => createPrometheus({ defaultMetrics: false, ...options });
@@ -50,6 +50,7 @@ describe("KConfig: new App()", () => {
   const app = (config: KConfig) => new App({ logger, ...config });
   const bad = cases<KConfig>({
     port: [-1, 65_536, 1.5, Number.NaN, "3000"],
+    host: ["", "http://localhost", "127.0.0.1:3000", "my host", 127],
     env: ["prod", ""],
     bodyLimit: [Number.NaN, -1, 1.5, Number.POSITIVE_INFINITY],
     healthTimeout: [0, ...NUMBERS_BAD_AS_MS],
@@ -64,6 +65,21 @@ describe("KConfig: new App()", () => {
     "loadShedding.sampleInterval": [0, ...NUMBERS_BAD_AS_MS],
   });
   it.each(bad)("refuses %s in %o", (name, config, shown) => expectRefused(() => app(config), name, shown));
+
+  it("takes HOST over host, as PORT over port, for the App that reads PORT; one with its own portEnv keeps its host", () => {
+    const saved = process.env.HOST;
+    process.env.HOST = " 127.0.0.1 ";
+    try {
+      expect(app({ host: "::" }).config.host).toBe("127.0.0.1");
+      expect(app({ host: "::1", portEnv: "ADMIN_PORT" }).config.host).toBe("::1");
+      expect(app({ portEnv: false }).config.host).toBeUndefined();
+      process.env.HOST = "0.0.0.0/0";
+      expectRefused(() => app({}), "HOST", '"0.0.0.0/0"');
+    } finally {
+      if (saved === undefined) delete process.env.HOST;
+      else process.env.HOST = saved;
+    }
+  });
 
   it("refuses a shutdownDelay that leaves no budget: it must be below shutdownTimeout", () => {
     expect(() => app({ shutdownDelay: 10_000 })).toThrow("shutdownDelay (10000ms) must be less than shutdownTimeout (10000ms)");
@@ -126,6 +142,8 @@ describe("SupervisorOptions: resolveOptions()", () => {
     "crashLoop.maxCrashes": [0, 1.5, Number.NaN],
     "crashLoop.window": [0, ...NUMBERS_BAD_AS_MS],
     metricsPort: [-1, 70_000, 1.5, Number.NaN],
+    host: ["", "http://localhost", "::1 ", 127],
+    metricsHost: ["0.0.0.0:9464", "a/b"],
     maxMemory: [0, -1, Number.NaN, Number.POSITIVE_INFINITY],
     maxMemoryWindow: NUMBERS_BAD_AS_MS,
   });
@@ -140,7 +158,7 @@ describe("SupervisorOptions: resolveOptions()", () => {
     const good: Partial<SupervisorOptions>[] = [
       { workers: 1 }, { port: 0 }, { readyTimeout: 1 }, { shutdownTimeout: 0 }, { killMargin: 0 }, { heartbeatInterval: 1 },
       { watchdogTimeout: 0 }, { backoff: { initial: 0, max: 0, resetAfter: 0 } }, { crashLoop: { maxCrashes: 1, window: 1 } },
-      { metricsPort: 0 }, { maxMemory: 1 }, { maxMemory: "512M" }, { maxMemoryWindow: 0 },
+      { metricsPort: 0 }, { host: "127.0.0.1" }, { host: "::" }, { host: "localhost" }, { metricsHost: "fe80::1%eth0" }, { maxMemory: 1 }, { maxMemory: "512M" }, { maxMemoryWindow: 0 },
     ];
     for (const options of good) expect(() => resolve(options)).not.toThrow();
   });
@@ -148,12 +166,12 @@ describe("SupervisorOptions: resolveOptions()", () => {
 
 describe("the supervisor's environment and the CLI's flags", () => {
 
-  it.each([["WORKERS", "two"], ["WORKERS", "0"], ["WEB_CONCURRENCY", "1.5"], ["PORT", "http"], ["PORT", "70000"], ["KEELSON_METRICS_PORT", "abc"]])(
+  it.each([["WORKERS", "two"], ["WORKERS", "0"], ["WEB_CONCURRENCY", "1.5"], ["PORT", "http"], ["PORT", "70000"], ["KEELSON_METRICS_PORT", "abc"], ["HOST", "http://0.0.0.0"], ["KEELSON_METRICS_HOST", "::1/128"]])(
     "refuses %s=%s with the variable's name",
     (name, value) => expect(error(start([], { [name]: value }))).toMatch(new RegExp(`^${name} must be .*got "${escape(value)}"$`)),
   );
 
-  it.each([["--workers", "x"], ["--ready-timeout", "NaN"], ["--kill-margin", "-5"], ["--backoff-max", "Infinity"], ["--metrics-port", "99999"]])(
+  it.each([["--workers", "x"], ["--ready-timeout", "NaN"], ["--kill-margin", "-5"], ["--backoff-max", "Infinity"], ["--metrics-port", "99999"], ["--host", "0.0.0.0:3000"], ["--metrics-host", "a b"]])(
     "refuses %s %s with the flag's name",
     (flag, value) => expect(error(start([`${flag}=${value}`]))).toMatch(new RegExp(`^${flag} .*"${escape(value)}"$`)),
   );

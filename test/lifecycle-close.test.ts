@@ -237,7 +237,7 @@ describe("listen()", () => {
     const { app, logs } = newApp();
     const h = await listening(app);
     expect(app.listen()).toBe(h.listening);
-    expect(logs().filter((line) => /listening on http:\/\/localhost:\d+\/ \(development\)$/.test(line))).toHaveLength(1);
+    expect(logs().filter((line) => /listening on http:\/\/(?:\[::\]|0\.0\.0\.0):\d+\/ \(development\)$/.test(line))).toHaveLength(1);
   });
 
   it("rejects with a one-line reason when the port is taken, and never picks another", async () => {

@@ -303,7 +303,7 @@ describe("log lines", () => {
     for (const entry of entries) expect(entry.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     const messages = entries.map((entry) => entry.message ?? "");
     const order = [
-      /^lifecycle-fixture listening on http:\/\/localhost:\d+\/ \(development\)$/,
+      /^lifecycle-fixture listening on http:\/\/(?:\[::\]|0\.0\.0\.0):\d+\/ \(development\)$/,
       /^draining \(SIGTERM\): shutdown budget 10000ms$/,
       /^closing the listener: 0 request\(s\) in flight$/,
       /^listener closed, in-flight requests done in \d+ms$/,

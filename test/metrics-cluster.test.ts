@@ -82,8 +82,8 @@ function workerPids(cluster: Cluster): Map<string, number> {
 
 /** The primary's metrics port, from its log line (the tests ask for a free one with --metrics-port 0). */
 async function metricsPortOf(cluster: Cluster): Promise<number> {
-  await cluster.waitFor(/cluster-wide metrics on http:\/\/localhost:\d+\/metrics/);
-  return Number(/cluster-wide metrics on http:\/\/localhost:(\d+)\/metrics/.exec(cluster.output())?.[1]);
+  await cluster.waitFor(/cluster-wide metrics on http:\/\/(?:\[::\]|0\.0\.0\.0):\d+\/metrics/);
+  return Number(/cluster-wide metrics on http:\/\/(?:\[::\]|0\.0\.0\.0):(\d+)\/metrics/.exec(cluster.output())?.[1]);
 }
 
 /** `promtool check metrics` (Prometheus' own linter, Debian's `prometheus` package) on an exposition: its findings, one per line. */

@@ -2,7 +2,7 @@
 // chosen (option, KEELSON_BALANCER, flag), and, on the fake cluster, the port probed before any fork
 // and handed to every worker. With real workers: test/supervisor-reuseport.test.ts.
 import { afterEach, describe, expect, it } from "vitest";
-import { parseCli } from "../cli/args.js";
+import { parseStart } from "../cli/args.js";
 import { resolveBalancer, reusePortRefusal, type BalancerHost } from "../supervisor/balancer.js";
 import { balanceSkew, loadRates, type WorkerStats } from "../src/cluster/worker-stats.js";
 import { fakeSupervisor, stopFakeSupervisors } from "./helpers/fake-cluster.js";
@@ -31,9 +31,9 @@ describe("the balancer", () => {
     expect(() => resolveBalancer(undefined, { KEELSON_BALANCER: "rr" }, able)).toThrow('KEELSON_BALANCER must be "round-robin" or "reuseport", got "rr"');
     expect(() => resolveBalancer("reuseport", {}, { ...able, sysctl: () => "0" }))
       .toThrow(/^balancer "reuseport" cannot be used here: net\.ipv4\.tcp_migrate_req is 0: .*; use "round-robin"$/);
-    const cli = parseCli(["start", "test/fixtures/supervisor-app.ts", "--balancer", "kernel"], {});
+    const cli = parseStart(["test/fixtures/supervisor-app.ts", "--balancer", "kernel"], {});
     expect(cli).toEqual({ command: "error", message: '--balancer must be "round-robin" or "reuseport", got "kernel"' });
-    const ok = parseCli(["start", "test/fixtures/supervisor-app.ts", "--balancer", "reuseport"], {});
+    const ok = parseStart(["test/fixtures/supervisor-app.ts", "--balancer", "reuseport"], {});
     expect(ok.command === "start" && ok.options.balancer).toBe("reuseport");
   });
 

@@ -78,7 +78,9 @@ describe("supervisor: control socket", () => {
     expect(human.stdout).toMatch(/^primary\s+\d+\s+/m);
     for (const worker of report.workers) expect(human.stdout).toMatch(new RegExp(`^${worker.id}\\s+${worker.pid}\\s+1\\s+ready\\s+`, "m"));
 
-    const other = await keelson(["status"], sup.port + 1);
+    // --port names the one of this folder serving that port: none here. (PORT alone does not name
+    // one: with no name, status finds the one of this folder whatever its port, test/cli-status-here.test.ts.)
+    const other = await keelson(["status", "--port", String(sup.port + 1)], sup.port + 1);
     expect(other.code).toBe(1);
     expect(other.stderr).toMatch(/no supervisor at \S+\.sock: none runs from this folder with this PORT/);
     process.kill(sup.pid, "SIGTERM");

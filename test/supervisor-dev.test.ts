@@ -1,12 +1,13 @@
 // keelson dev as a process: a TypeScript project in a temp folder, edited while it serves.
 import { spawn } from "node:child_process";
+import { connect } from "node:net";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { parseCli } from "../cli/args.js";
 import { freePort, get } from "./fixtures/supervisor-harness.js";
+import { parseDevCommand } from "../cli/dev.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const children = new Set<ReturnType<typeof spawn>>();
@@ -21,13 +22,27 @@ app.route(get("/whoami", () => ({ pid: process.pid, worker: ${version} })));
 await app.listen();
 `;
 
+/** "connected", or the error code of a TCP connection to `host:port`. */
+function connects(host: string, port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port }, () => {
+      socket.destroy();
+      resolve("connected");
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code ?? error.message));
+  });
+}
+
 describe("keelson dev", () => {
   it("parses its arguments", () => {
-    expect(parseCli(["dev", "main.ts", "-w", "2", "--port", "4000"])).toEqual({
-      command: "dev", dev: { entry: "main.ts", workers: 2, port: 4000, root: process.cwd() },
+    expect(parseDevCommand(["main.ts", "-w", "2", "--port", "4000"], {})).toEqual({
+      entry: "main.ts", workers: 2, port: 4000, host: "127.0.0.1", root: process.cwd(),
     });
-    expect(parseCli(["dev"])).toEqual({ command: "error", message: "missing <entry>: the TypeScript module that builds the App and calls listen()" });
-    expect(parseCli(["dev", "main.ts", "--workers", "0"])).toEqual({ command: "error", message: '--workers expects a positive integer, got "0"' });
+    expect(parseDevCommand(["main.ts", "--host", "::"], { HOST: "10.0.0.1" }).host).toBe("::");
+    expect(parseDevCommand(["main.ts"], { HOST: "0.0.0.0" }).host).toBe("0.0.0.0");
+    expect(() => parseDevCommand([], {})).toThrow("missing <entry>: the TypeScript module that builds the App and calls listen()");
+    expect(() => parseDevCommand(["main.ts", "--workers", "0"], {})).toThrow('--workers expects a positive integer, got "0"');
+    expect(() => parseDevCommand(["main.ts", "--host", "http://x"], {})).toThrow('--host must be an IP address or a host name');
   });
 
   it("reloads on a save, shows a broken save's error once and keeps the last good worker serving", async () => {
@@ -37,7 +52,7 @@ describe("keelson dev", () => {
     writeFileSync(main, entry(1));
     const port = await freePort();
     const child = spawn(process.execPath, ["--import", import.meta.resolve("tsx"), join(ROOT, "cli/cli.ts"), "dev", "main.ts", "--port", String(port)], {
-      cwd: project, env: { ...process.env, NODE_ENV: "development" }, stdio: ["ignore", "pipe", "pipe"],
+      cwd: project, env: { ...process.env, NODE_ENV: "development", HOST: "" }, stdio: ["ignore", "pipe", "pipe"],
     });
     children.add(child);
     let output = "";
@@ -53,6 +68,9 @@ describe("keelson dev", () => {
     await waitFor(/1 worker\(s\) ready in/, 0);
     expect(output).toMatch(/keelson dev: main\.ts, 1 worker\(s\), watching /);
     expect((await get(port, "/whoami")).body.worker).toBe(1);
+    // This machine only unless told: bound to 127.0.0.1, so 127.0.0.2 (routed to lo too) is refused.
+    expect(output).toMatch(new RegExp(`ready in \\d+ms: http://127\\.0\\.0\\.1:${port}/`));
+    expect(await connects("127.0.0.2", port)).toBe("ECONNREFUSED");
 
     let mark = output.length;
     writeFileSync(main, entry(2));

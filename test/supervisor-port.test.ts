@@ -10,7 +10,8 @@ describe("supervisor: the port", () => {
     const own = await freePort();
     const sup = await startSupervisor(["--workers", "1", "--metrics-port", "off"], { env: { SUPERVISOR_APP_PORT: String(own) } });
     const ready = await sup.waitFor(/worker\(s\) ready in/);
-    expect(ready).toContain(`http://localhost:${sup.port}/`);
+    // The address bound: every interface, as the supervisor was not told otherwise.
+    expect(ready).toMatch(new RegExp(`http://(\\[::\\]|0\\.0\\.0\\.0):${sup.port}/`));
     expect((await get(sup.port, "/whoami")).status).toBe(200);
     await expect(get(own, "/whoami", 2000)).rejects.toThrow(/ECONNREFUSED/);
   });

@@ -7,8 +7,8 @@ import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { Backoff, CrashBreaker } from "../supervisor/backoff.js";
-import { parseCli, USAGE } from "../cli/args.js";
-import { CONTROL_USAGE } from "../cli/control-command.js";
+import { parseStart } from "../cli/args.js";
+import { parseControlCommand } from "../cli/control-command.js";
 import { unknownCommand } from "../cli/verbs.js";
 import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
@@ -17,17 +17,25 @@ import { relayOutput } from "../supervisor/output-relay.js";
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
 
-/** The message of a usage error (or says there was none). */
+/** The message of a usage error of `keelson start|status|reload …` (or says there was none). */
 function usageError(argv: string[], env: NodeJS.ProcessEnv = {}): string {
-  const cli = parseCli(argv, env);
+  const [verb, ...rest] = argv;
+  if (verb === "status" || verb === "reload") {
+    try {
+      parseControlCommand(verb, rest, env);
+      return "no error";
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+  const cli = parseStart(rest, env);
   return cli.command === "error" ? cli.message : `no error: ${cli.command}`;
 }
 
 /** The parsed `keelson status|reload …`. */
 function control(argv: string[], env: NodeJS.ProcessEnv = {}) {
-  const cli = parseCli(argv, env);
-  if (cli.command !== "control") throw new Error(`not a control command: ${JSON.stringify(cli)}`);
-  return cli.control;
+  const [verb, ...rest] = argv;
+  return parseControlCommand(verb as "status" | "reload", rest, env);
 }
 
 function runCli(...args: string[]) {
@@ -76,7 +84,7 @@ describe("supervisor options", () => {
 
 describe("supervisor command line", () => {
   it("parses start with every flag and passes arguments after -- to the entry", () => {
-    const cli = parseCli(["start", ENTRY, "-w", "3", "--port", "8080", "--ready-timeout", "5000", "--watchdog-timeout", "0",
+    const cli = parseStart([ENTRY, "-w", "3", "--port", "8080", "--ready-timeout", "5000", "--watchdog-timeout", "0",
       "--backoff-initial", "50", "--max-crashes", "7", "--crash-window", "1000", "--", "--verbose", "x"], {});
     expect(cli).toMatchObject({
       command: "start",
@@ -88,25 +96,22 @@ describe("supervisor command line", () => {
   });
 
   it("takes WORKERS and PORT from the environment when the flags are absent", () => {
-    expect(parseCli(["start", ENTRY], { WORKERS: "2", PORT: "4000" })).toMatchObject({ options: { workers: 2, port: 4000 } });
-    expect(parseCli(["start", ENTRY, "--workers", "5"], { WORKERS: "2" })).toMatchObject({ options: { workers: 5 } });
+    expect(parseStart([ENTRY], { WORKERS: "2", PORT: "4000" })).toMatchObject({ options: { workers: 2, port: 4000 } });
+    expect(parseStart([ENTRY, "--workers", "5"], { WORKERS: "2" })).toMatchObject({ options: { workers: 5 } });
   });
 
   it("takes the metrics port and address from flags, else KEELSON_METRICS_PORT / KEELSON_METRICS_HOST; off turns it off", () => {
-    expect(parseCli(["start", ENTRY, "--metrics-port", "9100", "--metrics-host", "10.1.2.3"], {}))
+    expect(parseStart([ENTRY, "--metrics-port", "9100", "--metrics-host", "10.1.2.3"], {}))
       .toMatchObject({ options: { metricsPort: 9100, metricsHost: "10.1.2.3" } });
-    expect(parseCli(["start", ENTRY, "--metrics-port", "off"], { KEELSON_METRICS_PORT: "9100" })).toMatchObject({ options: { metricsPort: false } });
-    expect(parseCli(["start", ENTRY], { KEELSON_METRICS_PORT: "0", KEELSON_METRICS_HOST: "::1" }))
+    expect(parseStart([ENTRY, "--metrics-port", "off"], { KEELSON_METRICS_PORT: "9100" })).toMatchObject({ options: { metricsPort: false } });
+    expect(parseStart([ENTRY], { KEELSON_METRICS_PORT: "0", KEELSON_METRICS_HOST: "::1" }))
       .toMatchObject({ options: { metricsPort: 0, metricsHost: "::1" } });
-    expect(parseCli(["start", ENTRY], {})).toMatchObject({ options: { metricsPort: undefined, metricsHost: undefined } });
+    expect(parseStart([ENTRY], {})).toMatchObject({ options: { metricsPort: undefined, metricsHost: undefined } });
     expect(usageError(["start", ENTRY, "--metrics-port", "metrics"])).toBe('--metrics-port must be a port from 0 to 65535, or off, got "metrics"');
     expect(usageError(["start", ENTRY], { KEELSON_METRICS_PORT: "99999" })).toBe('KEELSON_METRICS_PORT must be a port from 0 to 65535, or off, got "99999"');
   });
 
   it("answers help and names what is wrong otherwise", () => {
-    expect(parseCli([])).toEqual({ command: "help", usage: USAGE });
-    expect(parseCli(["--help"])).toEqual({ command: "help", usage: USAGE });
-    expect(usageError(["run", ENTRY])).toBe(unknownCommand("run"));
     expect(unknownCommand("run")).toBe('unknown command "run" (expected one of: start, dev, ls, status, reload, client, new, bundle)');
     expect(usageError(["start"])).toMatch(/^missing <entry>/);
     expect(usageError(["start", "nope.ts"])).toMatch(/^entry not found: .*nope\.ts$/);
@@ -118,7 +123,9 @@ describe("supervisor command line", () => {
 
   it("status and reload: the socket of this folder and PORT unless --socket or KEELSON_CONTROL_SOCKET names one", () => {
     const here = defaultControlSocket(process.cwd(), 4000, {});
-    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, json: false, watchMs: undefined });
+    // Nothing names it: the one of this folder, whatever its port (found at run time); this socket is the fallback.
+    expect(control(["status"], { PORT: "4000" })).toEqual({ command: "status", socket: here, here: true, envPort: 4000, json: false, watchMs: undefined });
+    expect(control(["status", "--port", "4000"]).here).toBeUndefined();
     expect(control(["status", "-p", "4000", "--json"])).toMatchObject({ socket: here, json: true });
     expect(control(["status"]).socket).toBe(defaultControlSocket(process.cwd(), 3000, {}));
     expect(control(["status", "--port", "4001"]).socket).not.toBe(here);
@@ -132,23 +139,26 @@ describe("supervisor command line", () => {
     expect(usageError(["status", "--interval", "5"])).toBe('--interval expects milliseconds >= 100, got "5"');
     expect(usageError(["status", "extra", "more"])).toBe("unexpected argument(s): more (name one supervisor)");
     expect(usageError(["status", "3000", "--port", "3000"])).toBe('name the supervisor one way: "3000", --socket or --port');
-    expect(parseCli(["status", "--help"])).toEqual({ command: "help", usage: CONTROL_USAGE });
   });
 
   it("as a process: --help exits 0, a usage error exits 2 with one line on stderr", () => {
     const help = runCli("--help");
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/^Usage: keelson <command> …\n\nCommands:\n/);
-    expect(help.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/m);
+    const start = runCli("start", "--help");
+    expect(start.stdout).toMatch(/^Usage: keelson start <entry> \[options\]/);
     // `npm bin` was removed in npm 9; npx resolves the local bin on every npm since 7.
-    expect(help.stdout).not.toContain("npm bin");
-    expect(help.stdout).toContain('NODE_OPTIONS="--import tsx" npx keelson start app.ts');
+    expect(start.stdout).not.toContain("npm bin");
+    expect(start.stdout).toContain('NODE_OPTIONS="--import tsx" npx keelson start app.ts');
     const bad = runCli("start", "missing-entry.ts");
     expect(bad.status).toBe(2);
-    expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson --help" for usage\.\n$/);
+    expect(bad.stderr).toMatch(/^keelson: entry not found: .*missing-entry\.ts\nRun "keelson start --help" for usage\.\n$/);
     const zero = runCli("start", ENTRY, "--workers", "0");
     expect(zero.status).toBe(2);
-    expect(zero.stderr).toBe('keelson: --workers must be an integer >= 1, got "0"\nRun "keelson --help" for usage.\n');
+    expect(zero.stderr).toBe('keelson: --workers must be an integer >= 1, got "0"\nRun "keelson start --help" for usage.\n');
+    const unknown = runCli("run", ENTRY);
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toBe(`keelson: ${unknownCommand("run")}\nRun "keelson --help" for usage.\n`);
   });
 });
 

@@ -34,8 +34,7 @@ describe("supervisor: start and stop", () => {
     const run = await startSupervisor(["--workers", "2"]);
     const summary = await run.waitFor(ALL_READY);
     expect(summary).toContain(`2 worker(s) ready`);
-    expect(summary).toContain(`http://localhost:${run.port}/`);
-    expect(summary).toContain(`docs http://localhost:${run.port}/docs`);
+    expect(summary).toMatch(new RegExp(`http://(\\[::\\]|0\\.0\\.0\\.0):${run.port}/, docs http://(\\[::\\]|0\\.0\\.0\\.0):${run.port}/docs`));
     const seen = await distinctWorkers(run);
     expect([...seen.keys()].toSorted()).toEqual(["1", "2"]);
     expect(new Set(seen.values()).size).toBe(2);

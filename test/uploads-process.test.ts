@@ -31,7 +31,7 @@ function scratch(): string {
 
 async function start(tmp: string): Promise<{ child: Child; port: number }> {
   const child = spawnChild([process.execPath, "--import", "tsx", "test/fixtures/upload-app.ts"], { env: { UPLOAD_TMP: tmp, PORT: "0" } });
-  const line = await child.waitFor(/listening on http:\/\/[^:]+:(\d+)/);
+  const line = await child.waitFor(/listening on http:\/\/\S+:(\d+)/);
   return { child, port: Number(/:(\d+)/.exec(line.split("listening on ")[1]!)![1]) };
 }
 

@@ -71,11 +71,6 @@ function isWebSocketUpgrade(request: IncomingMessage): boolean {
   return request.headers.upgrade?.toLowerCase() === "websocket";
 }
 
-/** `http://[::]:3000/` is where it listens, not where to go: print a URL a browser can open. */
-function displayURL(url: string): string {
-  return url.replace(/^(https?:\/\/)(\[::\]|0\.0\.0\.0)(?=:)/, "$1localhost");
-}
-
 /**
  * The process lifecycle of one App: created → serving → draining → terminated, with one
  * shutdown budget shared by the delay, the drain and the hooks. `shutdown()` is idempotent:
@@ -139,7 +134,9 @@ export class Lifecycle {
     const upgrade = this.#options.upgrade;
     const server = serve({
       fetch, port, hostname: host, silent: true, gracefulShutdown: false, reusePort,
-      node: { exclusive: reusePort, ServerResponse: TrackedResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
+      // host again in node's own options: srvx would read HOST itself when it is undefined, and
+      // whether HOST applies is the config's decision (resolveConfig), not the server's.
+      node: { host, exclusive: reusePort, ServerResponse: TrackedResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
     if (node) this.#connections = new Connections(node, upgrade !== undefined);
@@ -155,7 +152,9 @@ export class Lifecycle {
     }
     this.server = server;
     this.state = "serving";
-    return displayURL(server.url ?? `http://localhost:${port}/`);
+    // The address actually bound (`http://[::]:3000/` on every interface): where it listens, so
+    // an operator reading the log knows whether it is reachable from outside.
+    return server.url ?? `http://${host ?? "localhost"}:${port}/`;
   }
 
   /** Connections the server accepted so far. */

@@ -32,7 +32,7 @@ export interface MetricsListenerOptions {
 /** An open metrics listener. */
 export interface MetricsListener {
   readonly port: number;
-  /** `http://localhost:9464/metrics` when bound to all interfaces. */
+  /** `http://[::]:9464/metrics` when bound to every interface, `http://127.0.0.1:9464/metrics` to that one. */
   readonly url: string;
   /** Stops accepting and closes every connection (a scraper's keep-alive one included). */
   close(): Promise<void>;
@@ -60,8 +60,9 @@ export async function openMetricsListener(options: MetricsListenerOptions): Prom
     const where = host === undefined ? `port ${port}` : `${host}:${port}`;
     throw new Error(`cannot serve metrics on ${where}: ${error.code === "EADDRINUSE" ? "already in use (EADDRINUSE)" : error.message}`, { cause: error });
   });
-  const bound = (server.address() as AddressInfo).port;
-  const shown = host === undefined || host === "::" || host === "0.0.0.0" ? "localhost" : host.includes(":") ? `[${host}]` : host;
+  const { port: bound, address } = server.address() as AddressInfo;
+  // The address actually bound (`[::]` for every interface), as the service's own ready line names it.
+  const shown = address.includes(":") ? `[${address}]` : address;
   let closing: Promise<void> | undefined;
   return {
     port: bound,

@@ -178,7 +178,7 @@ describe("getting started, followed verbatim in a fresh folder", () => {
       cwd: project, env: { NODE_ENV: "development", PORT: "" }, group: true,
     });
     try {
-      expect(await keelson.waitFor(/1 worker\(s\) ready in \d+ms/, { timeoutMs: 60_000 })).toContain(`http://localhost:${port}/`);
+      expect(await keelson.waitFor(/1 worker\(s\) ready in \d+ms/, { timeoutMs: 60_000 })).toMatch(new RegExp(`http://(\\[::\\]|0\\.0\\.0\\.0):${port}/`));
       const books = await fetch(`http://127.0.0.1:${port}/api/books?limit=1`);
       expect([books.status, ((await books.json()) as { data: Array<{ title: string }> }).data[0]?.title]).toEqual([200, "Dune"]);
     } finally {
