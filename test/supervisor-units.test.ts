@@ -189,6 +189,9 @@ async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[];
   return { steps, final: readFileSync(path, "utf8") };
 }
 
+/** One turn of the event loop: what a relay passes on in it has reached the file. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
 describe("relayOutput", () => {
   it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
     const { steps, final } = await relay(["one\ntw", "o and", " more\nthr", "ee\n"]);
@@ -207,7 +210,6 @@ describe("relayOutput", () => {
     const fd = openSync(path, "w");
     const stream = new PassThrough();
     const relayed = relayOutput(stream, fd);
-    const turn = () => new Promise((resolve) => setImmediate(resolve));
     stream.write("before\n");
     await turn();
     relayed.hold();
