@@ -34,9 +34,22 @@ endif
 
 # The docs page's Scalar bundle is copied into dist/: it ships with keelson, never from a CDN.
 # dist/bundle: the example and the CLI bundled (keelson bundle), what the image runs.
-build: $(STAMP)
+# The build runs only when one of its inputs is newer than its stamp, so a second `make run` starts at
+# once. The folders are inputs too: adding, removing or renaming a source changes its folder's time. The
+# stamp names the Node major (the bundle targets it); a build on another major removes the others' stamps.
+NODE_MAJOR := $(firstword $(subst ., ,$(NODE_VERSION)))
+BUILT := dist/.built-node$(NODE_MAJOR)
+BUILD_INPUTS := package.json package-lock.json tsconfig.json tsconfig.build.json scripts/copy-scalar.mjs scripts/build-package.mjs \
+	$(shell find src supervisor cli examples -type d -o -name '*.ts')
+
+build: $(BUILT)
+
+# The install stamp is order-only: package.json and the lock file already say when dependencies changed.
+$(BUILT): $(BUILD_INPUTS) | $(STAMP)
+	@rm -f dist/.built-node*
 	npm run build
 	node dist/cli/cli.js bundle dist/examples/bookstore/main.js --out dist/bundle
+	@touch $@
 
 lint: $(STAMP)
 	npx oxlint --deny-warnings src supervisor cli test harness examples load-tests

@@ -96,6 +96,10 @@ async function readDocument(source: { entry: string; exportName: string } | { ur
     if (!response.ok) throw new Error(`GET ${source.url} answered ${response.status}`);
     return (await response.json()) as OpenAPIDocument;
   }
+  // A tool, not the service: the App's lines (its start, its shutdown, its hooks' own) are not this
+  // command's output. Warnings and errors still show: they say why a build failed. Before the entry
+  // is imported: loggers read LOG_LEVEL when they are made.
+  process.env.LOG_LEVEL = "warn";
   const app = await loadApp(source.entry, source.exportName).catch((error: unknown) => {
     const hint = typeScriptEntryHint("client", source.entry, String((error as Error)?.stack ?? error), process.execArgv);
     throw hint === undefined ? error : new Error(`${(error as Error).message}\nHint: ${hint}`, { cause: error });

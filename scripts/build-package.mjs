@@ -8,7 +8,7 @@
 // App share one copy of the worker link. Scalar's bundle is copied next to the chunks, where the
 // docs route looks first (src/docs/assets.ts).
 // Usage: node scripts/build-package.mjs [outDir=dist/lib] (after tsc and copy-scalar)
-import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -45,6 +45,30 @@ await build({
   sourcesContent: false,
   logLevel: "warning",
 });
+
+// The library refuses an unsupported Node at import, with one line, before any of its modules runs: a
+// user who runs `node` or `npm test` outside the Makefile would otherwise meet a TypeError deep in a
+// test (node:sqlite is missing on Node 20). The floor is package.json's engines.node, the rule the
+// CLI's own check (cli/cli.ts) is tested against. Each library entry imports the guard first, so it
+// is evaluated before every chunk the entry imports after it. The CLI keeps its own check (one line,
+// exit 1) and loads no library entry before it. The import goes on the entry's first line, so its
+// source map's lines stay right.
+const engines = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).engines.node;
+const floor = /^>=(\d+)\.(\d+)$/.exec(engines);
+if (floor === null) throw new Error(`package.json engines.node is "${engines}": the Node guard understands ">=MAJOR.MINOR" only`);
+const [major, minor] = [Number(floor[1]), Number(floor[2])];
+writeFileSync(join(out, "node-guard.js"), [
+  `// Written by scripts/build-package.mjs from package.json's engines.node (${engines}).`,
+  `const [major = 0, minor = 0] = process.versions.node.split(".").map(Number);`,
+  `if (major < ${major} || (major === ${major} && minor < ${minor})) {`,
+  `  throw new Error(\`keelson: needs Node.js ${engines}, found \${process.version} (\${process.execPath}); install a current LTS from https://nodejs.org/en/download (or: nvm install --lts)\`);`,
+  `}`,
+  ``,
+].join("\n"));
+for (const name of Object.keys(ENTRIES).filter((entry) => entry !== "cli")) {
+  const file = join(out, `${name}.js`);
+  writeFileSync(file, `import "./node-guard.js";${readFileSync(file, "utf8")}`);
+}
 
 const vendor = join(root, "dist", "src", "docs", "vendor");
 mkdirSync(join(out, "vendor"), { recursive: true });

@@ -24,6 +24,7 @@ export {
   type LogFormat, type LogLevel, type LogWriter, type RequestLogEntry, type RouteLogLevel,
 } from "./logging/logger.js";
 export { RequestLogger, type LogFieldValue } from "./logging/request-logger.js";
+export { createTestLogger, type TestLogger, type TestLoggerOptions } from "./logging/test-logger.js";
 export {
   DEFAULT_LIMIT, DEFAULT_PAGE, MAX_LIMIT, newPage, pageOffset, parsePagination, type Page, type PageQuery,
 } from "./pagination.js";

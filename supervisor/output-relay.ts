@@ -6,6 +6,13 @@ import { sinkFor } from "../src/logging/sink.js";
 const MAX_PARTIAL = 1024 * 1024;
 const NEWLINE = 0x0a;
 
+/** A worker's output being copied: `done` when its end is closed; `hold()` stops passing it on until `release()`. */
+export interface Relay {
+  readonly done: Promise<void>;
+  hold(): void;
+  release(): void;
+}
+
 /**
  * Copies one worker's stdout (or stderr) to the primary's file descriptor `fd`, complete lines
  * only. Workers no longer share the primary's stdout: on a pipe a write over 4 KiB is not atomic,
@@ -15,9 +22,10 @@ const NEWLINE = 0x0a;
  * buffered lines on the same target. When the target's reader does not keep up (its sink is
  * congested), the relay stops reading the worker's pipe until the sink has drained: the worker's
  * own log buffer then takes the wait (and counts its drops), and the primary holds at most one
- * chunk per worker. Resolves when the worker's end is closed.
+ * chunk per worker. While held, what the worker writes waits in its pipe (see WorkerHandle: a
+ * worker's lines wait for the primary's own about the same signal).
  */
-export function relayOutput(stream: Readable, fd: number): Promise<void> {
+export function relayOutput(stream: Readable, fd: number): Relay {
   const sink = sinkFor(fd);
   let partial: Buffer[] = [];
   let partialLength = 0;
@@ -48,21 +56,39 @@ export function relayOutput(stream: Readable, fd: number): Promise<void> {
       partialLength = chunk.length - end - 1;
     }
   };
-  const resume = () => stream.resume();
+  let held = false;
+  let waitingForSink = false;
+  const resume = () => {
+    waitingForSink = false;
+    if (!held) stream.resume();
+  };
   stream.on("data", (chunk: Buffer) => {
     relay(chunk);
-    if (sink.congested && !stream.isPaused()) {
+    if (sink.congested && !waitingForSink) {
+      waitingForSink = true;
       stream.pause();
       sink.onceDrained(resume);
     }
   });
   // A read error ends the relay like an EOF ('close' follows); it must not crash the primary.
   stream.on("error", () => {});
-  return new Promise((resolve) => {
+  const done = new Promise<void>((resolve) => {
     stream.once("close", () => {
       // A last line without its newline (a process killed mid-write) still ends as a line.
       emitPartial();
       resolve();
     });
   });
+  return {
+    done,
+    hold: () => {
+      held = true;
+      stream.pause();
+    },
+    release: () => {
+      if (!held) return;
+      held = false;
+      if (!waitingForSink) stream.resume();
+    },
+  };
 }

@@ -405,8 +405,11 @@ export class Supervisor {
     if (this.#onStarted === undefined || !this.#pool.slots.every((slot) => slot.current?.state === "ready")) return;
     const first = this.#pool.slots[0]?.current?.info;
     const docs = first?.docsUrl === undefined ? "" : `, docs ${first.docsUrl}`;
+    // From the first fork, as each worker's own "ready in" counts: under `keelson start` the workers
+    // are forked before the supervisor is made (prefork.ts), so before its own start.
+    const since = Math.min(this.#startedAt, ...this.#pool.slots.map((slot) => slot.current?.forkedAt ?? this.#startedAt));
     this.logger.info("%d worker(s) ready in %dms: %s%s", this.#pool.slots.length,
-      Math.round(this.#clock.now() - this.#startedAt), first?.url ?? "", docs);
+      Math.round(this.#clock.now() - since), first?.url ?? "", docs);
     this.#onStarted.resolve();
     this.#onStarted = undefined;
   }

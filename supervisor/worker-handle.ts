@@ -3,7 +3,7 @@ import type { FeatureWorker, WorkerChannel, WorkerExit, WorkerState } from "../s
 import type { Logger } from "../src/logging/logger.js";
 import type { Clock } from "./clock.js";
 import { NO_HANDOFFS, type HandoffGuard } from "./handoff-guard.js";
-import { relayOutput } from "./output-relay.js";
+import { relayOutput, type Relay } from "./output-relay.js";
 import type { WorkerProcess } from "./worker-process.js";
 
 export type { SupervisedWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
@@ -11,6 +11,10 @@ export type { SupervisedWorker, WorkerChannel, WorkerExit, WorkerState } from ".
 // After its exit, a worker's last output (an uncaught error's stack) is waited for this long at
 // most: a grandchild that inherited the pipe must not hold the exit up.
 const OUTPUT_GRACE_MS = 500;
+// How long a worker's own word that it drains (and its output) waits for the primary's decision
+// about the same signal: the primary reads a signal to the process group within a loop turn or
+// two of the worker's message, even on a busy machine; a worker signalled alone is only logged late.
+const OWN_DECISION_WAIT_MS = 250;
 
 /** A forked worker: its state, last heartbeat, and the promises of its readiness and its exit. */
 export class WorkerHandle implements FeatureWorker {
@@ -44,6 +48,10 @@ export class WorkerHandle implements FeatureWorker {
   readonly #clock: Clock;
   /** Set once `terminate()` armed the SIGKILL: its cancel. */
   #cancelKill: (() => void) | undefined;
+  readonly #relays: Relay[];
+  /** Set while a worker's own word that it drains waits for the primary's (see #drainingOnItsOwn): the cancel of its line. */
+  #ownDecision: (() => void) | undefined;
+  #ownReason = "";
 
   constructor(id: number, child: WorkerProcess, logger: Logger, clock: Clock) {
     this.id = id;
@@ -57,15 +65,18 @@ export class WorkerHandle implements FeatureWorker {
     this.channel = new Channel(child);
     this.handoffs = child.handoffs ?? NO_HANDOFFS;
     // Its last words: output, and IPC (a `failed` report can be read after the exit event).
+    this.#relays = [];
+    if (child.stdout) this.#relays.push(relayOutput(child.stdout, 1));
+    if (child.stderr) this.#relays.push(relayOutput(child.stderr, 2));
     const output = Promise.all([
-      child.stdout && relayOutput(child.stdout, 1),
-      child.stderr && relayOutput(child.stderr, 2),
+      ...this.#relays.map((relay) => relay.done),
       new Promise((resolve) => (child.connected ? child.onceDisconnect(() => resolve(undefined)) : resolve(undefined))),
     ]);
     this.exited = new Promise((resolve) => {
       child.onceExit((code, signal) => {
         const exit = (this.exit = { code, signal });
         this.#exitedAt = clock.now();
+        if (this.#ownDecision !== undefined) this.#drainingSaid(this.#ownReason);
         this.state = "exited";
         this.#cancelKill?.();
         this.channel.close();
@@ -90,7 +101,7 @@ export class WorkerHandle implements FeatureWorker {
     this.ready.catch(() => {});
     this.channel.on("heartbeat", () => (this.lastBeat = this.#clock.now()));
     this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
-    this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
+    this.channel.on("draining", ({ reason }) => this.#drainingOnItsOwn(reason));
     child.onError((error) => {
       this.#logger.warn("%s: IPC error: %s", this.name, error.message);
       // The fork itself failed (EMFILE, EAGAIN: out of descriptors or processes): its exit says so.
@@ -161,9 +172,33 @@ export class WorkerHandle implements FeatureWorker {
   }
 
   #draining(reason: string): void {
+    if (this.#ownDecision !== undefined) return this.#drainingSaid(reason);
     if (this.state === "draining" || this.state === "exited") return;
     this.state = "draining";
     this.#logger.info("%s draining (%s)", this.name, reason);
+  }
+
+  /**
+   * The worker says it drains. A signal sent to the whole process group (Ctrl-C in a terminal,
+   * `kill -- -PGID`) reaches it and the primary at once, and its word, or its own lines, can be
+   * read before the primary has run its own handler. So its line and its output wait, at most
+   * OWN_DECISION_WAIT_MS, for the primary's decision: a stop then logs "stopping" first and names
+   * the cause here (terminate()); a signal to this worker alone is its own decision.
+   */
+  #drainingOnItsOwn(reason: string): void {
+    if (this.state === "draining" || this.state === "exited") return;
+    this.state = "draining";
+    this.#ownReason = `${reason}, by its own decision`;
+    for (const relay of this.#relays) relay.hold();
+    this.#ownDecision = this.#clock.after(OWN_DECISION_WAIT_MS, () => this.#drainingSaid(this.#ownReason));
+  }
+
+  /** The draining line after a wait: the line, then the worker's own output again. */
+  #drainingSaid(reason: string): void {
+    this.#ownDecision?.();
+    this.#ownDecision = undefined;
+    this.#logger.info("%s draining (%s)", this.name, reason);
+    for (const relay of this.#relays) relay.release();
   }
 
   #signal(signal: NodeJS.Signals): void {

@@ -1,39 +1,24 @@
 // The `keelson` bin on a Node older than engines.node: one line saying what it needs, what it found
-// and where to get it, exit 1, never a link error's stack trace. Run with a real Node 20 binary, the
-// registry's node-linux-<arch>@20 package (cached in .cache/test-node/ after the first run).
+// and where to get it, exit 1, never a link error's stack trace; the library's entries refuse it at
+// import with the same line. Run with a real Node 20 binary, the registry's node-linux-<arch>@20
+// package (cached in .cache/test-node/ after the first run).
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { writeProject } from "../cli/new-command.js";
+import { node20 } from "./node20.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
-const keelsonPackage = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { engines: { node: string }; bin: { keelson: string } };
+const keelsonPackage = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
+  engines: { node: string }; bin: { keelson: string }; exports: Record<string, string | { default: string }>;
+};
 /** The package's bin (the bundled dist/lib/cli.js), and tsc's build of the same file (what this repository runs). */
 const BINS = [keelsonPackage.bin.keelson, "dist/cli/cli.js"];
 const BIN = join(ROOT, "dist", "cli", "cli.js");
-const CACHE = join(ROOT, ".cache", "test-node");
 const engines = keelsonPackage.engines.node;
-
-/** A Node 20 binary from the npm registry (`npm pack node-linux-<arch>@20`), unpacked once into .cache/test-node/. */
-function node20(): string {
-  const found = existsSync(CACHE) ? readdirSync(CACHE).find((name) => /^v20\.\d+\.\d+$/.test(name)) : undefined;
-  if (found !== undefined) return join(CACHE, found, "bin", "node");
-  mkdirSync(CACHE, { recursive: true });
-  const pack = spawnSync("npm", ["pack", `node-linux-${process.arch}@20`, "--json", "--pack-destination", CACHE], { encoding: "utf8", timeout: 300_000 });
-  if (pack.status !== 0) throw new Error(`npm pack node-linux-${process.arch}@20 failed: ${pack.stderr}`);
-  const [{ filename, version }] = JSON.parse(pack.stdout) as [{ filename: string; version: string }];
-  const unpacked = join(CACHE, `unpacking-${process.pid}`);
-  mkdirSync(unpacked, { recursive: true });
-  const tar = spawnSync("tar", ["-xzf", join(CACHE, filename), "-C", unpacked, "package/bin/node"], { encoding: "utf8" });
-  if (tar.status !== 0) throw new Error(`unpacking ${filename} failed: ${tar.stderr}`);
-  // Renamed into place whole, so a run killed halfway never leaves a broken cached binary.
-  renameSync(join(unpacked, "package"), join(CACHE, `v${version}`));
-  rmSync(unpacked, { recursive: true, force: true });
-  rmSync(join(CACHE, filename), { force: true });
-  return join(CACHE, `v${version}`, "bin", "node");
-}
 
 describe("the keelson bin checks the Node version first", () => {
   it.each(BINS)("on a real Node 20: one line (needs, found, where to get it), exit 1, for every verb (%s)", (name) => {
@@ -88,5 +73,37 @@ describe("the keelson bin checks the Node version first", () => {
     } finally {
       rmSync(join(dir, ".."), { recursive: true, force: true });
     }
+  });
+});
+
+/** `node` importing `file` (a path in the checkout), then running `then`, as a program's first lines. */
+const importIn = (node: string, file: string, then = "") =>
+  spawnSync(node, ["--input-type=module", "-e", `await import(${JSON.stringify(pathToFileURL(join(ROOT, file)).href)});${then}`], { cwd: ROOT, encoding: "utf8", timeout: 30_000 });
+
+describe("the library checks the Node version at import", () => {
+  /** Every entry of package.json's exports (the built files a user's import loads). */
+  const entries = Object.entries(keelsonPackage.exports).flatMap(([name, target]) => (typeof target === "string" ? [] : [[name, target.default] as const]));
+
+  it.each(entries)("on a real Node 20, %s throws one line at import (needs, found, where to get it), before any of its modules runs", (_name, file) => {
+    expect(existsSync(join(ROOT, file)), `${file}: run \`npm run build\` first`).toBe(true);
+    const node = node20();
+    const version = spawnSync(node, ["--version"], { encoding: "utf8" }).stdout.trim();
+    const result = importIn(node, file);
+    expect(result.status).toBe(1);
+    const errors = result.stderr.split("\n").filter((line) => /^\w*Error\b/.test(line));
+    expect(errors, result.stderr).toEqual([
+      `Error: keelson: needs Node.js ${engines}, found ${version} (${node}); install a current LTS from https://nodejs.org/en/download (or: nvm install --lts)`,
+    ]);
+  }, 360_000);
+
+  it("on a real Node 20, a program that opens SQLite through keelson/sql meets that line, not a TypeError of node:sqlite", () => {
+    const result = importIn(node20(), "dist/lib/sql.js", 'const { openSQLite } = await import("keelson/sql"); openSQLite({ file: ":memory:" });');
+    expect(result.stderr).toContain(`Error: keelson: needs Node.js ${engines}`);
+    expect(result.stderr).not.toMatch(/TypeError|DatabaseSync/);
+  }, 360_000);
+
+  it.each(entries)("on this Node, %s imports", (_name, file) => {
+    const result = importIn(process.execPath, file);
+    expect(result.status, result.stderr).toBe(0);
   });
 });

@@ -60,6 +60,16 @@ afterAll(() => {
 });
 
 describe("keelson client", () => {
+  it("is quiet: its one line, not the App's shutdown lines nor its hooks' own, whatever LOG_LEVEL says", async () => {
+    expect(generated.code, generated.output).toBe(0);
+    expect(generated.output.trimEnd().split("\n")).toEqual([expect.stringMatching(/^keelson client: \d+ operation\(s\) → /)]);
+    const child = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "cli", "cli.ts"), "client", "examples/bookstore/main.ts", "--out", join(out, "quiet")], {
+      cwd: ROOT, env: { LOG_LEVEL: "debug" },
+    });
+    expect((await child.exited).code, child.output()).toBe(0);
+    expect(child.output().trimEnd().split("\n")).toEqual([expect.stringMatching(/^keelson client: \d+ operation\(s\) → /)]);
+  });
+
   it("writes the App's OpenAPI document and its types", () => {
     expect(generated.code, generated.output).toBe(0);
     expect(generated.output).toContain("9 operation(s)");

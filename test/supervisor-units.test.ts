@@ -186,7 +186,7 @@ async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[];
   const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
   const fd = openSync(path, "w");
   const stream = new PassThrough();
-  const done = relayOutput(stream, fd);
+  const { done } = relayOutput(stream, fd);
   const steps: string[] = [];
   for (const chunk of chunks) {
     stream.write(chunk);
@@ -199,6 +199,9 @@ async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[];
   return { steps, final: readFileSync(path, "utf8") };
 }
 
+/** One turn of the event loop: what a relay passes on in it has reached the file. */
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+
 describe("relayOutput", () => {
   it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
     const { steps, final } = await relay(["one\ntw", "o and", " more\nthr", "ee\n"]);
@@ -210,6 +213,26 @@ describe("relayOutput", () => {
     const bytes = Buffer.from("héllo wörld ✓\n");
     const { final } = await relay([bytes.subarray(0, 2), bytes.subarray(2, 9), bytes.subarray(9)]);
     expect(final).toBe("héllo wörld ✓\n");
+  });
+
+  it("passes nothing on while held, then everything, in order, once released", async () => {
+    const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
+    const fd = openSync(path, "w");
+    const stream = new PassThrough();
+    const relayed = relayOutput(stream, fd);
+    stream.write("before\n");
+    await turn();
+    relayed.hold();
+    stream.write("while held\n");
+    await turn();
+    await turn();
+    expect(readFileSync(path, "utf8")).toBe("before\n");
+    relayed.release();
+    stream.write("after\n");
+    stream.end();
+    await relayed.done;
+    closeSync(fd);
+    expect(readFileSync(path, "utf8")).toBe("before\nwhile held\nafter\n");
   });
 
   it("ends a last line without a newline when the stream closes, and cuts a line past 1 MiB", async () => {

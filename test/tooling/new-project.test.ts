@@ -1,13 +1,16 @@
 // `npx keelson new` as a user runs it, from the packed package: the project it writes installs,
-// passes its own tests (`make test`) and runs with 2 workers (`make run`). Slow (a build and npm
-// installs): generous timeouts. Its templates are kept in step with keelson's own files here.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+// passes its own tests (`make test`, with an older Node first on PATH) and runs with 2 workers
+// (`make run`). Slow (a build and npm installs): generous timeouts. Its templates are kept in step
+// with keelson's own files here.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { stripVTControlCharacters } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { freePort, killAllChildren, spawnChild } from "../../harness/child.js";
-import { ROOT, npm, packKeelson, readRecommendedTsconfig, run, workerLinkCopies } from "./pack.js";
+import { writeProject } from "../../cli/new-command.js";
+import { node20 } from "../node20.js";
+import { ROOT, packKeelson, readRecommendedTsconfig, run, workerLinkCopies } from "./pack.js";
 
 const SLOW = 600_000;
 const TEMPLATES = join(ROOT, "templates", "new");
@@ -25,6 +28,15 @@ function sharedDockerfilePart(path: string): string {
   return `${version}\n${text.slice(start, end)}`;
 }
 
+/** A Makefile's pinned-Node part: from `NODE_VERSION :=` to its `endif`, and the rule that installs it. */
+function pinnedNodePart(path: string): string[] {
+  const text = readFileSync(path, "utf8");
+  const choice = /^NODE_VERSION :=[\s\S]*?^endif$/m.exec(text)?.[0];
+  const rule = /^ifneq \(\$\(PINNED_NODE\),\)\n\$\(PINNED_NODE\):\n\t.*\nendif$/m.exec(text)?.[0];
+  if (choice === undefined || rule === undefined) throw new Error(`${path}: no pinned-Node part`);
+  return [choice, rule];
+}
+
 let work: string;
 let tarball: string;
 let project: string;
@@ -34,8 +46,8 @@ let served = false;
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), "keelson-new-"));
   tarball = await packKeelson(work);
-  // As documented: `npx keelson new my-api`, here with the tarball standing in for the registry.
-  await run("npm", ["exec", "--yes", `--package=${tarball}`, "--", "keelson", "new", "my-api"], work);
+  // As documented for keelson before it is on the registry: `keelson new --keelson` with the tarball.
+  await run("npm", ["exec", "--yes", `--package=${tarball}`, "--", "keelson", "new", "my-api", "--keelson", tarball], work);
   project = join(work, "my-api");
 }, SLOW);
 
@@ -52,7 +64,7 @@ describe("keelson new", () => {
   it("writes the project files, named after the folder", () => {
     for (const file of [
       "package.json", "tsconfig.json", "src/app.ts", "src/notes.ts", "src/main.ts", "src/database.ts", "test/app.test.ts", "Dockerfile", "Makefile",
-      ".gitignore", ".dockerignore", "README.md",
+      ".gitignore", ".dockerignore", "README.md", ".node-version", "scripts/ensure-node.sh",
     ]) expect(existsSync(join(project, file)), file).toBe(true);
     const manifest = JSON.parse(readFileSync(join(project, "package.json"), "utf8")) as {
       name: string; dependencies: Record<string, string>; devDependencies: Record<string, string>; engines: { node: string };
@@ -60,16 +72,23 @@ describe("keelson new", () => {
     const keelson = JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as {
       version: string; engines: { node: string }; devDependencies: Record<string, string>;
     };
-    expect([manifest.name, manifest.dependencies.keelson]).toEqual(["my-api", `^${keelson.version}`]);
+    expect([manifest.name, manifest.dependencies.keelson]).toEqual(["my-api", `file:${tarball}`]);
+    // Without --keelson: this version from the registry.
+    const plain = join(work, "plain");
+    writeProject(plain, { name: "plain" });
+    expect((JSON.parse(readFileSync(join(plain, "package.json"), "utf8")) as typeof manifest).dependencies.keelson).toBe(`^${keelson.version}`);
     // The Node keelson needs, and the TypeScript line keelson is built with (the docs name the same).
     expect(manifest.engines.node).toBe(keelson.engines.node);
     expect(manifest.devDependencies.typescript).toBe(keelson.devDependencies.typescript);
     expect(readFileSync(join(project, "src", "app.ts"), "utf8")).toContain('serviceName: "my-api"');
   });
 
-  it("keeps the templates in step: the tsconfig docs/getting-started.md recommends, keelson's own runtime image", () => {
+  it("keeps the templates in step: the tsconfig docs/getting-started.md recommends, keelson's own runtime image and pinned Node", () => {
     expect(JSON.parse(readFileSync(join(TEMPLATES, "tsconfig.json"), "utf8"))).toEqual(readRecommendedTsconfig());
     expect(sharedDockerfilePart(join(TEMPLATES, "Dockerfile"))).toBe(sharedDockerfilePart(join(ROOT, "docker", "Dockerfile")));
+    expect(pinnedNodePart(join(project, "Makefile"))).toEqual(pinnedNodePart(join(ROOT, "Makefile")));
+    for (const file of [".node-version", "scripts/ensure-node.sh"]) expect(readFileSync(join(project, file), "utf8"), file).toBe(readFileSync(join(ROOT, file), "utf8"));
+    expect(statSync(join(project, "scripts", "ensure-node.sh")).mode & 0o111).toBe(0o111);
   });
 
   it("refuses a folder that is not empty, and a name npm would refuse", async () => {
@@ -77,11 +96,27 @@ describe("keelson new", () => {
     const bad = keelsonNew(join(work, "Bad Name"));
     expect([(await again.exited).code, again.output()]).toEqual([2, expect.stringContaining("exists and is not empty")]);
     expect([(await bad.exited).code, bad.output()]).toEqual([2, expect.stringContaining("is not a valid npm package name")]);
+    const refusals: [string, string][] = [[join(work, "missing.tgz"), "does not exist"], [join(ROOT, "src"), "is not a keelson checkout"], [join(ROOT, "Makefile"), "is neither a folder nor a .tgz"]];
+    for (const [path, reason] of refusals) {
+      const refused = spawnChild([process.execPath, "--import", "tsx", join(ROOT, "cli", "cli.ts"), "new", join(work, "other"), "--keelson", path], { cwd: ROOT });
+      expect([(await refused.exited).code, refused.output()]).toEqual([2, expect.stringContaining(`--keelson: ${path} ${reason}`)]);
+    }
+    expect(existsSync(join(work, "other"))).toBe(false);
   });
 
-  it("installs keelson from the tarball and passes its own tests (make test)", async () => {
-    await npm(["install", tarball], project);
-    const output = stripVTControlCharacters(await run("make", ["test"], project));
+  it("installs keelson from the tarball and passes its own tests (make test) on the pinned Node, with Node 20 first on PATH", async () => {
+    const pinned = readFileSync(join(project, ".node-version"), "utf8").trim();
+    // The Node this checkout's make installed stands in for the download when there is one.
+    const installed = join(ROOT, ".cache", "node", pinned);
+    if (existsSync(join(installed, "bin", "node"))) {
+      mkdirSync(join(project, ".cache", "node"), { recursive: true });
+      symlinkSync(installed, join(project, ".cache", "node", pinned), "dir");
+    }
+    // Not the flags of a `make test NODE_VERSION=…` this suite may run under.
+    const output = stripVTControlCharacters(await run("make", ["test"], project, {
+      PATH: `${dirname(node20())}:${process.env.PATH ?? ""}`, MAKEFLAGS: undefined, MFLAGS: undefined, MAKELEVEL: undefined,
+    }));
+    expect(output).toContain(`make test: Node v${pinned} at ${join(project, ".cache", "node", pinned, "bin", "node")}`);
     expect(output).toMatch(/Tests\s+4 passed/);
     // Quiet: the App's request lines stay out of the test output.
     expect(output).not.toMatch(/\b(GET|POST) \/(api|health)\S* \d{3} /);

@@ -213,6 +213,16 @@ describe("scripts/ensure-node.sh, against a local registry", () => {
 
 describe("scripts/ensure-apt.sh", () => {
 
+  it("installs for make test exactly the packages docs/getting-started.md names under System packages", () => {
+    const makefile = readFileSync(join(ROOT, "Makefile"), "utf8");
+    const installed = [...makefile.matchAll(/^\t@scripts\/ensure-apt\.sh \S+ (\S+)$/gm)].map((match) => match[1]);
+    expect(installed.length).toBeGreaterThanOrEqual(5);
+    const page = readFileSync(join(ROOT, "docs", "getting-started.md"), "utf8");
+    const paragraph = /^\*\*System packages\.\*\*[\s\S]*?\n\n/m.exec(page)?.[0] ?? "";
+    const named = ["chromium", "postgresql", "prometheus", "redis-server", "haproxy", "valgrind", "docker"].filter((name) => paragraph.includes(`\`${name}\``));
+    expect(named.toSorted()).toEqual(installed.toSorted());
+  });
+
   it("does nothing when the program is there (a glob works too)", () => {
     const dir = tempDir();
     writeScript(join(dir, "chromium"), "true");

@@ -9,7 +9,7 @@ import { spawnChild } from "../../harness/child.js";
 export const ROOT = resolve(import.meta.dirname, "..", "..");
 
 /** Runs a command to its end; rejects with its output when it fails. */
-export async function run(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<string> {
+export async function run(command: string, args: string[], cwd: string, env: Record<string, string | undefined> = {}): Promise<string> {
   const child = spawnChild([command, ...args], { cwd, env: { npm_config_update_notifier: "false", ...env } });
   const { code } = await child.exited;
   if (code !== 0) throw new Error(`${command} ${args.join(" ")} exited ${code}:\n${child.output()}`);

@@ -1,16 +1,15 @@
-import { Logger } from "keelson";
+import { createTestLogger } from "keelson";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.js";
 
-// The App's log lines (one per request) are kept here, not printed: the test output stays quiet.
-// A failing test shows them.
-const lines: string[] = [];
-const logger = new Logger({ isProduction: false, output: { write: (chunk: string) => void lines.push(chunk) } });
+// The App's log lines (one per request) are kept in memory, not printed: the test output stays
+// quiet. A failing test shows them.
+const logger = createTestLogger();
 const newApp = () => buildApp({ logger });
 
 afterEach((context) => {
-  if (context.task.result?.state === "fail") process.stdout.write(lines.join(""));
-  lines.length = 0;
+  if (context.task.result?.state === "fail") process.stdout.write(logger.output());
+  logger.clear();
 });
 
 describe("{{name}}", () => {
@@ -25,6 +24,8 @@ describe("{{name}}", () => {
     const note = (await post.json()) as { id: string; text: string };
     const get = await app.request(`/api/notes/${note.id}`);
     expect(await get.json()).toEqual({ id: note.id, text: "hello" });
+    // What the App logged, read back: its request lines.
+    expect(logger.lines()).toContainEqual(expect.stringMatching(/ POST \/api\/notes 201 /));
   });
 
   it("lists notes a page at a time", async () => {
