@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { CONTROL_USAGE, parseControlCommand, type ControlCommand } from "./control-command.js";
 import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
-import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkOneOf, parseNumber, type NumberRule } from "../src/checks.js";
+import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkOneOf, parseNumber, readPortEnv, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
 import { BALANCERS } from "../supervisor/balancer.js";
 import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
@@ -82,15 +82,6 @@ function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFla
   return raw === undefined ? undefined : parseNumber(raw, `--${flag}`, FLAG_RULES[flag]);
 }
 
-function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | undefined {
-  if (flag !== undefined) return flag;
-  const raw = env.PORT;
-  if (raw === undefined || raw.trim() === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be an integer from 0 to 65535, got "${raw}"`);
-  return value;
-}
-
 function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
   if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
   const raw = env.KEELSON_METRICS_PORT;
@@ -130,7 +121,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         entry,
         args: entryArgs,
         workers: number("workers") ?? readWorkersEnv(env),
-        port: readPort(number("port"), env),
+        port: number("port") ?? readPortEnv(env),
         readyTimeout: number("ready-timeout"),
         shutdownTimeout: number("shutdown-timeout"),
         killMargin: number("kill-margin"),

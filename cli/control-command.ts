@@ -1,6 +1,7 @@
 import type { ConsolaInstance } from "consola";
 import { resolve as resolvePath } from "node:path";
 import { parseArgs } from "node:util";
+import { PORT_RULE, numberFromText } from "../src/checks.js";
 import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
 import type { MetricsPortState } from "../src/metrics/metrics-port.js";
 import type { ReloadReport } from "../supervisor/reload.js";
@@ -44,8 +45,8 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
     throw new Error(`name the supervisor one way: "${target}", --socket or --port`);
   }
   if (command === "reload" && (values.watch === true || values.interval !== undefined)) throw new Error("--watch and --interval are for keelson status");
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
+  const port = values.port === undefined ? undefined : numberFromText(values.port, PORT_RULE);
+  if (values.port !== undefined && port === undefined) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
   const interval = values.interval === undefined ? 2000 : Number(values.interval);
   if (!Number.isFinite(interval) || interval < 100) throw new Error(`--interval expects milliseconds >= 100, got "${values.interval}"`);
   const fromEnv = env.KEELSON_CONTROL_SOCKET;

@@ -69,7 +69,7 @@ async function start(options: SupervisorOptions): Promise<void> {
       early = (await import("../supervisor/prefork.js")).preforkWorkers(resolved);
     }
     const { Supervisor } = await import("../supervisor/primary.js");
-    supervisor = new Supervisor({ ...options, ...(probed === undefined ? {} : { port: probed }), logger: resolved.logger }, {
+    supervisor = new Supervisor(resolved, {
       ...(early === undefined ? {} : { fork: early.fork }),
       ...(probed === undefined ? {} : { probePort: () => Promise.resolve(probed) }),
     });

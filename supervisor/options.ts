@@ -1,10 +1,9 @@
 import { availableParallelism } from "node:os";
-import { MAX_TIMER_MS, PORT_RULE, checkNumber } from "../src/checks.js";
+import { DEFAULT_PORT, MAX_TIMER_MS, PORT_RULE, checkNumber, numberFromText, readPortEnv } from "../src/checks.js";
 import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 import { parseSize } from "./size.js";
-import { DEFAULT_PORT } from "../src/config.js";
 import { resolveBalancer, systemHost, type Balancer, type BalancerHost } from "./balancer.js";
 
 export type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
@@ -116,10 +115,8 @@ export const DEFAULT_METRICS_PORT = 9464;
 export function parseMetricsPort(raw: string, what: string): number | false {
   const text = raw.trim().toLowerCase();
   if (text === "off" || text === "false") return false;
-  const value = Number(text);
-  if (text === "" || !Number.isInteger(value) || value < 0 || value > 65535) {
-    throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
-  }
+  const value = numberFromText(text, PORT_RULE);
+  if (value === undefined) throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
   return value;
 }
 
@@ -130,8 +127,31 @@ function resolveMetricsPort(option: number | false | undefined, env: NodeJS.Proc
   return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
-/** Applies the defaults and validates; throws a one-line reason on a bad value. `host`: what the balancer check reads of the system. */
+/** What resolveOptions made: a Supervisor given one of these takes it as it is instead of resolving again. */
+const resolvedOnce = new WeakSet<ResolvedSupervisorOptions>();
+
+/** Whether `options` came from resolveOptions (every default applied, every value checked). */
+export function isResolved(options: SupervisorOptions | ResolvedSupervisorOptions): options is ResolvedSupervisorOptions {
+  return resolvedOnce.has(options as ResolvedSupervisorOptions);
+}
+
+/**
+ * Applies the defaults and validates; throws a one-line reason on a bad value. `host`: what the
+ * balancer check reads of the system. The result can be handed to `new Supervisor(…)`, which then
+ * uses it as it is: `keelson start` resolves once, forks its first workers from it, and gives the
+ * same object to the supervisor.
+ *
+ * @example
+ * const options = resolveOptions({ entry: "dist/main.js", workers: 2 });
+ * await new Supervisor(options).start();
+ */
 export function resolveOptions(options: SupervisorOptions, host: BalancerHost = systemHost): ResolvedSupervisorOptions {
+  const resolved = resolveEach(options, host);
+  resolvedOnce.add(resolved);
+  return resolved;
+}
+
+function resolveEach(options: SupervisorOptions, host: BalancerHost): ResolvedSupervisorOptions {
   const { backoff = {}, crashLoop = {} } = options;
   if (options.port !== undefined) checkNumber(options.port, "port", PORT_RULE);
   const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval", MAX_TIMER_MS);
@@ -197,8 +217,5 @@ function resolveMaxMemory(value: number | string | undefined): number | undefine
  * when neither is set (the App's own `port`, else 3000, decides) or 0 (a free port the kernel picks).
  */
 export function askedPort(options: Pick<ResolvedSupervisorOptions, "port" | "env">, env: NodeJS.ProcessEnv = process.env): number | undefined {
-  if (options.port !== undefined) return options.port || undefined;
-  const raw = options.env.PORT ?? env.PORT;
-  const value = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : undefined;
+  return (options.port ?? readPortEnv(options.env.PORT === undefined ? env : options.env)) || undefined;
 }

@@ -11,7 +11,7 @@ import { MemoryLimit } from "./memory-limit.js";
 import { typeScriptEntryHint } from "./entry-hint.js";
 import { registerSupervisor } from "./registry.js";
 import { probePort, type BalancerHost } from "./balancer.js";
-import { askedPort, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
+import { askedPort, isResolved, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
@@ -99,9 +99,12 @@ export class Supervisor {
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
   readonly #onReloadSignal = () => void this.reload();
 
-  /** `seams` is for unit tests and the CLI (@internal): applications pass options alone. */
-  constructor(options: SupervisorOptions, seams: SupervisorSeams = {}) {
-    this.options = resolveOptions(options, seams.balancerHost);
+  /**
+   * `options` as written, or what `resolveOptions` returned (used as it is, not resolved again).
+   * `seams` is for unit tests and the CLI (@internal): applications pass options alone.
+   */
+  constructor(options: SupervisorOptions | ResolvedSupervisorOptions, seams: SupervisorSeams = {}) {
+    this.options = isResolved(options) ? options : resolveOptions(options, seams.balancerHost);
     this.logger = this.options.logger;
     this.finished = new Promise((resolve) => (this.#finish = resolve));
     this.#clock = seams.clock ?? systemClock;

@@ -2,6 +2,7 @@ import type { IncomingMessage, Server as NodeServer } from "node:http";
 import type { Duplex } from "node:stream";
 import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
+import { PORT_RULE, checkNumber } from "../checks.js";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
@@ -125,9 +126,7 @@ export class Lifecycle {
   }
 
   async #bind(fetch: ServerHandler, port: number, host: string | undefined, reusePort: boolean): Promise<string> {
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
-    }
+    checkNumber(port, "port", PORT_RULE);
     // exclusive: false lets cluster workers share the primary's handle (round-robin); with reusePort
     // each worker has a listener of its own (node makes it exclusive); gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
