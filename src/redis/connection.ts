@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { lazyImport } from "../lazy-package.js";
 
 /** Options of `openRedis()`. */
 export interface RedisOptions {
@@ -57,16 +58,13 @@ interface ClientOptions {
 /** The package name in a variable: the compiler (and a bundler) leaves the optional peer alone. */
 const REDIS_PACKAGE = "redis";
 
+const loadRedis = lazyImport(REDIS_PACKAGE, async () => (await import(REDIS_PACKAGE)) as { createClient(options: ClientOptions): Client });
+
 /** Reconnection waits grow to this at most while Redis is away. */
 const MAX_RECONNECT_WAIT_MS = 1000;
 
 async function connect(options: RedisOptions): Promise<Client> {
-  let redis: { createClient(options: ClientOptions): Client };
-  try {
-    redis = (await import(REDIS_PACKAGE)) as typeof redis;
-  } catch (error) {
-    throw new Error("openRedis() needs the `redis` package: npm install redis", { cause: error });
-  }
+  const redis = await loadRedis("openRedis()");
   const client = redis.createClient({
     url: options.url,
     // A command sent while Redis is away fails at once (the limiter then allows or rejects by its

@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import type { ChannelEvent, ReplayPlan } from "./event.js";
 import { parseEventId } from "./event.js";
 import type { Logger } from "../logging/logger.js";
+import { lazyImport } from "../lazy-package.js";
 import { countLimitHit } from "../limit-hits.js";
 import type { PublishLimits } from "./replay-log.js";
 
@@ -42,6 +43,8 @@ const MAX_TRACKED = 10_000;
 // What a row costs besides its data, counted against the byte bounds as the in-memory log counts it.
 const ROW_COST = "(octet_length(data) + 64)";
 
+const loadPostgres = lazyImport("postgres", async () => ((await import("postgres")) as unknown as { default: typeof import("postgres") }).default);
+
 interface Announcement {
   c: string;
   s: number;
@@ -50,12 +53,7 @@ interface Announcement {
 
 /** The store on the PostgreSQL database at `url` (the optional `postgres` package is loaded now). */
 export async function openPostgresStreamStore(url: string, log: Pick<Logger, "info" | "warn">): Promise<StreamStore> {
-  let postgres: typeof import("postgres");
-  try {
-    ({ default: postgres } = (await import("postgres")) as unknown as { default: typeof import("postgres") });
-  } catch (error) {
-    throw new Error("KEELSON_STREAMS_DATABASE_URL needs the `postgres` package: npm install postgres", { cause: error });
-  }
+  const postgres = await loadPostgres("KEELSON_STREAMS_DATABASE_URL");
   // Statements; LISTEN has its own connection (below).
   const sql = postgres(url, { max: 2, connect_timeout: 10, onnotice: () => {} }) as unknown as Sql<Record<string, never>>;
   const epoch = await sql.begin(async (tx) => {
