@@ -23,6 +23,7 @@ import type { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 import { OpenStreams } from "./http/open-streams.js";
+import { hub } from "./streams/hub.js";
 import { DEFAULT_WS_MAX_QUEUED_BYTES, DEFAULT_WS_PING_INTERVAL_MS, Upgrades } from "./streams/upgrades.js";
 
 export type { ResolvedConfig } from "./config.js";
@@ -93,6 +94,7 @@ export class App implements Router {
     const settings = resolveConfig(config);
     this.config = settings.config;
     this.logger = settings.logger;
+    hub.useLogger(this.logger);
     const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
     let upgrades: Upgrades | undefined;
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
