@@ -6,7 +6,8 @@ import { DEV_USAGE, parseDevCommand, type DevCommand } from "./dev.js";
 import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkOneOf, parseNumber, readPortEnv, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
 import { BALANCERS } from "../supervisor/balancer.js";
-import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
+import { FEATURE_SETTINGS, featureOptionsFromCli } from "../supervisor/feature-settings.js";
+import { readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
 import { commandList, unknownCommand } from "./verbs.js";
 
 /** What the command line asks for. */
@@ -41,10 +42,7 @@ Options (times in milliseconds):
       --backoff-reset MS      uptime that resets a slot's delay (default 30000)
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
-      --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
-                              App uses createPrometheus (default: $KEELSON_METRICS_PORT, else 9464)
-      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else all interfaces)
-      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
+${FEATURE_SETTINGS.flatMap((feature) => feature.flags).map((flag) => `      ${flag.usage}\n`).join("")}      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
                               --max-memory-window MS (default 30000), new worker first
       --balancer round-robin|reuseport
                               who spreads connections: the primary (default: $KEELSON_BALANCER, else
@@ -55,7 +53,7 @@ Options (times in milliseconds):
   -h, --help                  this text
 
 A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
-Environment: WORKERS, PORT, KEELSON_BALANCER, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
+Environment: WORKERS, PORT, KEELSON_BALANCER, ${FEATURE_SETTINGS.flatMap((feature) => feature.env).join(", ")}, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).
 
 ${CONTROL_USAGE}
 
@@ -69,6 +67,9 @@ const NUMBER_FLAGS = {
 
 type NumberFlag = keyof typeof NUMBER_FLAGS;
 
+/** The cluster features' own flags (supervisor/feature-settings.ts), each taking a value. */
+const featureFlags = Object.fromEntries(FEATURE_SETTINGS.flatMap((feature) => feature.flags).map((flag) => [flag.name, { type: "string" as const }]));
+
 const COUNT: NumberRule = { integer: true, min: 1 };
 /** Each flag's own rule (the option's in resolveOptions), so a bad value is named by the flag the user typed. */
 const FLAG_RULES: Record<NumberFlag, NumberRule> = {
@@ -80,12 +81,6 @@ const FLAG_RULES: Record<NumberFlag, NumberRule> = {
 function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFlag): number | undefined {
   const raw = values[flag];
   return raw === undefined ? undefined : parseNumber(raw, `--${flag}`, FLAG_RULES[flag]);
-}
-
-function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
-  if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
-  const raw = env.KEELSON_METRICS_PORT;
-  return raw === undefined || raw.trim() === "" ? undefined : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
 /** Parses `keelson …` arguments (without `node` and the script). Never throws: errors come back as `{ command: "error" }`. */
@@ -102,7 +97,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { ...options, ...featureFlags, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" }, help: { type: "boolean", short: "h" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
@@ -129,8 +124,7 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
         watchdogTimeout: number("watchdog-timeout"),
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
-        metricsPort: readMetricsPort(values["metrics-port"], env),
-        metricsHost: values["metrics-host"] ?? (env.KEELSON_METRICS_HOST?.trim() || undefined),
+        ...featureOptionsFromCli(values as Record<string, string | undefined>, env),
         controlSocket: values["control-socket"],
         maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
         maxMemoryWindow: number("max-memory-window"),

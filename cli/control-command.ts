@@ -3,7 +3,7 @@ import { resolve as resolvePath } from "node:path";
 import { parseArgs } from "node:util";
 import { PORT_RULE, numberFromText } from "../src/checks.js";
 import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
-import type { MetricsPortState } from "../src/metrics/metrics-port.js";
+import { FEATURE_SETTINGS } from "../supervisor/feature-settings.js";
 import type { ReloadReport } from "../supervisor/reload.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { terminal } from "./terminal.js";
@@ -126,8 +126,10 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const { primary, breaker } = status;
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${flags ? ` (${flags})` : ""}`);
-  const metrics = status.features?.metrics as MetricsPortState | undefined;
-  if (metrics?.url !== undefined) consola.info(`metrics on ${metrics.url}${metrics.note === undefined ? "" : ` (${metrics.note})`}`);
+  for (const feature of FEATURE_SETTINGS) {
+    const line = feature.statusLine?.(status.features?.[feature.name]);
+    if (line !== undefined) consola.info(line);
+  }
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),

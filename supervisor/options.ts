@@ -1,5 +1,6 @@
 import { availableParallelism } from "node:os";
-import { DEFAULT_PORT, MAX_TIMER_MS, PORT_RULE, checkNumber, numberFromText, readPortEnv } from "../src/checks.js";
+import { DEFAULT_PORT, MAX_TIMER_MS, PORT_RULE, checkNumber, readPortEnv } from "../src/checks.js";
+import { resolveFeatureOptions, type FeatureOptions, type ResolvedFeatureOptions } from "./feature-settings.js";
 import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
@@ -8,8 +9,8 @@ import { resolveBalancer, systemHost, type Balancer, type BalancerHost } from ".
 
 export type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 
-/** Settings of a Supervisor. Times are in milliseconds. */
-export interface SupervisorOptions {
+/** Settings of a Supervisor. Times are in milliseconds. The cluster features add theirs (`metricsPort`, `metricsHost`). */
+export interface SupervisorOptions extends FeatureOptions {
   /** The module each worker runs: it builds an App and calls `listen()`. A path (relative to the cwd) or a file URL. */
   entry: string;
   /** Number of workers. Default: `WORKERS`, else `WEB_CONCURRENCY`, else `os.availableParallelism()`. */
@@ -41,14 +42,6 @@ export interface SupervisorOptions {
   /** Exit the process (0 or 1) once stopped. Default true. */
   exitProcess?: boolean;
   /**
-   * Port where the primary serves the cluster-wide `/metrics` (when the App uses
-   * `createPrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
-   * (a number or `off`), else 9464.
-   */
-  metricsPort?: number | false;
-  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else all interfaces. */
-  metricsHost?: string;
-  /**
    * The Unix socket `keelson status` and `keelson reload` talk to, or false for none. Default:
    * `KEELSON_CONTROL_SOCKET`, else a file named by a hash of the working directory and the port
    * in `$XDG_RUNTIME_DIR/keelson/` or `<tmpdir>/keelson-<uid>/` (a 0700 folder; the socket is 0600).
@@ -71,11 +64,8 @@ export interface SupervisorOptions {
 }
 
 /** SupervisorOptions with every default applied. */
-export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "backoff" | "crashLoop" | "maxMemory" | keyof FeatureOptions>>, ResolvedFeatureOptions {
   port: number | undefined;
-  /** True when `metricsPort` is the default (no option, flag or variable chose it): taken, a free port is used instead. */
-  metricsPortIsDefault: boolean;
-  metricsHost: string | undefined;
   /** Bytes; undefined when there is no limit. */
   maxMemory: number | undefined;
   backoff: Required<BackoffOptions>;
@@ -108,24 +98,8 @@ export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | u
   return undefined;
 }
 
-/** The OpenTelemetry Prometheus exporter's port: where a Prometheus setup looks by habit. */
-export const DEFAULT_METRICS_PORT = 9464;
-
-/** Reads a metrics port: an integer from 0 to 65535, or `off`; `what` names it in the error. */
-export function parseMetricsPort(raw: string, what: string): number | false {
-  const text = raw.trim().toLowerCase();
-  if (text === "off" || text === "false") return false;
-  const value = numberFromText(text, PORT_RULE);
-  if (value === undefined) throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
-  return value;
-}
-
-function resolveMetricsPort(option: number | false | undefined, env: NodeJS.ProcessEnv): number | false {
-  if (option === false) return false;
-  if (option !== undefined) return checkNumber(option, "metricsPort", PORT_RULE);
-  const raw = env.KEELSON_METRICS_PORT;
-  return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
-}
+// The metrics port's default, where the deployment files' tests have always read it.
+export { DEFAULT_METRICS_PORT } from "../src/metrics/port-settings.js";
 
 /** What resolveOptions made: a Supervisor given one of these takes it as it is instead of resolving again. */
 const resolvedOnce = new WeakSet<ResolvedSupervisorOptions>();
@@ -189,9 +163,7 @@ function resolveEach(options: SupervisorOptions, host: BalancerHost): ResolvedSu
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
-    metricsPort: resolveMetricsPort(options.metricsPort, process.env),
-    metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
-    metricsHost: options.metricsHost ?? (process.env.KEELSON_METRICS_HOST?.trim() || undefined),
+    ...resolveFeatureOptions(options, process.env),
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),
     maxMemoryWindow: nonNegative(options.maxMemoryWindow ?? 30_000, "maxMemoryWindow"),

@@ -3,26 +3,13 @@ import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsHello } from "./ipc.js";
 import type { MetricsListener } from "./listener.js";
 import type { ClusterMetrics } from "./primary.js";
+import type { MetricsPortSettings, MetricsPortState } from "./port-settings.js";
 
 /** What the metrics port needs from the primary; it closes once `finished` settles. */
 export interface MetricsPortHost extends Pick<FeatureHost, "logger" | "stopping" | "finished" | "fail"> {
   /** Shows where the metrics are served in `keelson status` (FeatureHost has it; a test host may not). */
   addStatus?: FeatureHost["addStatus"];
   onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
-}
-
-/** Where the port listens: the supervisor's `metricsPort` (false: no port) and `metricsHost` options. */
-export interface MetricsPortSettings {
-  readonly metricsPort: number | false;
-  /** True when `metricsPort` is the default (nobody chose it): taken, a free port is used instead. */
-  readonly metricsPortIsDefault?: boolean;
-  readonly metricsHost: string | undefined;
-}
-
-/** Where the cluster-wide metrics are served (for `keelson status`); `note` says why not on the port asked. */
-export interface MetricsPortState {
-  url: string | undefined;
-  note: string | undefined;
 }
 
 /**
