@@ -1,7 +1,6 @@
 import cluster from "node:cluster";
 import { resolve as resolvePath } from "node:path";
 import type { FeatureHost } from "../src/cluster/feature-host.js";
-import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { setLogOrigin } from "../src/logging/origin.js";
 import { flushAllLoggers, type Logger } from "../src/logging/logger.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -60,12 +59,11 @@ let running = false;
  * with backoff under a crash-loop breaker, reloads them one by one on SIGHUP, and kills workers
  * whose event loop is blocked.
  *
- * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
- * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
- * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
- * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
- * keelson's own cluster features (jobs, metrics, rate limits) are installed from one list,
- * `FEATURES` in features.ts, through the same calls.
+ * keelson's cluster features (jobs, metrics, rate limits, streams) reach the workers through one
+ * door: the FeatureHost each installer of `FEATURES` (features.ts) is given, which serves request
+ * types, hears message types and sees every worker as it is forked. That door is not public for
+ * 1.0: the IPC types, the worker's channel and the feature list are keelson's internals
+ * (docs/supervisor.md, "From code").
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -168,23 +166,6 @@ export class Supervisor {
   /** Live workers (starting, ready or draining); during a reload a slot id can appear twice. */
   get workers(): readonly SupervisedWorker[] {
     return Array.from(this.#pool.live);
-  }
-
-  /** Serves a request type (see `defineIpcRequest`) sent by any worker, present and future. */
-  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): this {
-    this.#pool.handle(type, handler);
-    return this;
-  }
-
-  /** Listens to a message type (see `defineIpcMessage`) from every worker, present and future. */
-  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): this {
-    this.#pool.onMessage(type, listener);
-    return this;
-  }
-
-  /** Calls `listener` for every live worker now and every worker forked later; returns the undo. */
-  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
-    return this.#pool.onWorker(listener);
   }
 
   /** What `keelson status` prints: the primary, the crash-loop breaker, each live worker's latest figures. */

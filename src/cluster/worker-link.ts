@@ -1,7 +1,9 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
-import { Channel, type Endpoint, type Envelope, type PrimaryChannel } from "./ipc.js";
+import {
+  Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, type Endpoint, type Envelope, type PrimaryChannel,
+} from "./ipc.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
 /**
@@ -79,7 +81,7 @@ let failureReported = false;
 export function reportWorkerFailure(error: unknown): void {
   if (failureReported || !cluster.isWorker) return;
   failureReported = true;
-  clusterChannel()?.send("failed", { reason: describeFailure(error) });
+  clusterChannel()?.send(workerFailed, { reason: describeFailure(error) });
 }
 
 /** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
@@ -111,7 +113,7 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   worker.exitedAfterDisconnect = true;
   let draining = false;
   const drain = (reason: string, exitAfter: boolean) => {
-    if (!draining) primary.send("draining", { reason });
+    if (!draining) primary.send(workerDraining, { reason });
     draining = true;
     if (!exitAfter) return;
     void app.shutdown(reason).then((report) => {
@@ -130,12 +132,12 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   for (const signal of SIGNALS) process.on(signal, onSignal);
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
-  const offShutdown = primary.on("shutdown", ({ reason }) => drain(reason, true));
+  const offShutdown = primary.on(primaryShutdown, ({ reason }) => drain(reason, true));
   const period = heartbeatInterval();
-  const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), period);
+  const beat = setInterval(() => primary.send(workerHeartbeat, { at: Date.now() }), period);
   beat.unref();
   const stopStats = reportWorkerStats(primary, app.load, period);
-  primary.send("ready", {
+  primary.send(workerReady, {
     pid: process.pid, port: app.port, url: app.url, docsUrl: app.docsUrl, shutdownTimeout: app.shutdownTimeout,
   });
   if (!process.connected) onDisconnect();
