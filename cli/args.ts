@@ -9,6 +9,7 @@ import { BALANCERS } from "../supervisor/balancer.js";
 import { FEATURE_SETTINGS, featureOptionsFromCli } from "../supervisor/feature-settings.js";
 import { readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
 import { commandList, unknownCommand } from "./verbs.js";
+import { errorMessage } from "../src/errors.js";
 
 /** What the command line asks for. */
 export type CliCommand =
@@ -132,6 +133,6 @@ export function parseCli(argv: readonly string[], env: NodeJS.ProcessEnv = proce
       },
     };
   } catch (error) {
-    return { command: "error", message: (error as Error).message };
+    return { command: "error", message: errorMessage(error) };
   }
 }

@@ -7,6 +7,7 @@ import { FEATURE_SETTINGS } from "../supervisor/feature-settings.js";
 import type { ReloadReport } from "../supervisor/reload.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { terminal } from "./terminal.js";
+import { errorMessage } from "../src/errors.js";
 
 /** `keelson status` / `keelson reload`, parsed. */
 export interface ControlCommand {
@@ -75,7 +76,7 @@ export async function runControlCommand(command: ControlCommand): Promise<number
     } while (cli.watchMs !== undefined);
     return 0;
   } catch (error) {
-    (await terminal()).error((error as Error).message);
+    (await terminal()).error(errorMessage(error));
     return 1;
   }
 }

@@ -1,5 +1,6 @@
 import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
 import type { SupervisorOptions } from "../supervisor/options.js";
+import { errorMessage } from "../src/errors.js";
 
 // Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
 // is in process.env before any option is read.
@@ -7,7 +8,7 @@ let runtime: RuntimeSetup;
 try {
   runtime = prepareRuntime();
 } catch (error) {
-  process.stderr.write(`keelson: ${(error as Error).message}\n`);
+  process.stderr.write(`keelson: ${errorMessage(error)}\n`);
   process.exit(2);
 }
 
@@ -34,7 +35,7 @@ if (cli.command === "help") {
 } else if (cli.command === "dev") {
   const { runDev } = await import("./dev.js");
   await runDev(cli.dev).catch((error: unknown) => {
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson: ${errorMessage(error)}\n`);
     process.exitCode = 2;
   });
 } else {
@@ -77,13 +78,13 @@ async function start(options: SupervisorOptions): Promise<void> {
   } catch (error) {
     release();
     early?.discard();
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson: ${errorMessage(error)}\n`);
     process.exitCode = 2;
     return;
   }
   // A start that fails because the supervisor stopped (crash loop, signal) exits through `finished`.
   supervisor.start().catch((error: unknown) => {
-    if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", (error as Error).message);
+    if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", errorMessage(error));
   });
   release();
   if (stopSignal !== undefined) void supervisor.stop(stopSignal);

@@ -25,6 +25,7 @@ import { get, type Controller, type RegisteredRoute, type Route } from "./http/r
 import { OpenStreams } from "./http/open-streams.js";
 import { hub } from "./streams/hub.js";
 import { DEFAULT_WS_MAX_QUEUED_BYTES, DEFAULT_WS_PING_INTERVAL_MS, Upgrades } from "./streams/upgrades.js";
+import { errorMessage } from "./errors.js";
 
 export type { ResolvedConfig } from "./config.js";
 
@@ -205,7 +206,7 @@ export class App implements Router {
   #installModule(module: Module, router: Router): void {
     // A plain object literal would otherwise be reported as "module Object".
     const name = module.name ?? (module.constructor === Object ? undefined : module.constructor?.name) ?? "(unnamed)";
-    const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    const fail = (error: unknown) => new Error(`module ${name} failed to register: ${errorMessage(error)}`, { cause: error });
     let step: Promise<unknown>;
     try {
       const result = module.register(router);
@@ -358,7 +359,7 @@ export class App implements Router {
         await scheduler.start();
       } catch (error) {
         await this.#lifecycle.shutdown("a scheduler failed to start");
-        throw new Error(`scheduler failed to start: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        throw new Error(`scheduler failed to start: ${errorMessage(error)}`, { cause: error });
       }
     }
   }

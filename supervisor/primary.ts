@@ -17,6 +17,7 @@ import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
 import { WorkerPool, type Slot } from "./worker-pool.js";
 import { clusterFork, forkSettings, type ForkSetup, type ForkWorker } from "./worker-process.js";
+import { errorMessage } from "../src/errors.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -354,7 +355,7 @@ export class Supervisor {
       this.logger.info("balancer reuseport: each worker listens on port %d itself, the kernel spreads the connections", this.options.port);
       return true;
     } catch (error) {
-      this.#startupFailure = (error as Error).message;
+      this.#startupFailure = errorMessage(error);
       void this.stop("startup failed");
       return false;
     }
@@ -370,7 +371,7 @@ export class Supervisor {
       const unregister = registerSupervisor({ socket: resolvePath(path), cwd: process.cwd(), entry: this.options.entry });
       return { path, close: () => server.close().finally(unregister) };
     } catch (error) {
-      this.logger.warn("no control socket: %s", (error as Error).message);
+      this.logger.warn("no control socket: %s", errorMessage(error));
       return undefined;
     }
   }

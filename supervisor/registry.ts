@@ -4,6 +4,7 @@ import { processRuns } from "../src/pid.js";
 import { controlSocketFolder, ensurePrivateFolder } from "./control-path.js";
 import { isListening, sendControl } from "./control-socket.js";
 import type { StatusReport } from "./status.js";
+import { errorMessage } from "../src/errors.js";
 
 /**
  * What a running supervisor leaves in the control folder (`<pid>.json`, 0600) so that `keelson ls`
@@ -69,7 +70,7 @@ async function probeRecord(record: SupervisorRecord, path: string, timeoutMs: nu
   try {
     return { state: "running", pid: record.pid, socket: record.socket, status: await askStatus(record.socket, timeoutMs) };
   } catch (error) {
-    return { state: "unreachable", pid: record.pid, socket: record.socket, cwd: record.cwd, entry: record.entry, error: (error as Error).message };
+    return { state: "unreachable", pid: record.pid, socket: record.socket, cwd: record.cwd, entry: record.entry, error: errorMessage(error) };
   }
 }
 

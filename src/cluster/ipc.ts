@@ -1,3 +1,4 @@
+import { errorMessage } from "../errors.js";
 /**
  * The one IPC protocol between the supervisor (primary) and its workers. Every message is an
  * envelope `{ keelson: 1, type, id?, replyTo?, payload }`; anything else on the channel (user
@@ -250,7 +251,7 @@ export class Channel<Out extends object, In extends object> {
     try {
       this.#post({ keelson: 1, type, replyTo: id, payload: await handler(payload) });
     } catch (error) {
-      this.#post({ keelson: 1, type, replyTo: id, error: error instanceof Error ? error.message : String(error) });
+      this.#post({ keelson: 1, type, replyTo: id, error: errorMessage(error) });
     }
   }
 }

@@ -1,6 +1,7 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
+import { errorMessage } from "../errors.js";
 import {
   Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, type Endpoint, type Envelope, type PrimaryChannel,
 } from "./ipc.js";
@@ -91,7 +92,7 @@ function describeFailure(error: unknown): string {
     const code = (error as NodeJS.ErrnoException).code;
     const label = typeof code === "string" ? `${error.name} [${code}]` : error.name === "Error" ? "" : error.name;
     text = label === "" ? error.message : `${label}: ${error.message}`;
-  } else text = String(error);
+  } else text = errorMessage(error);
   return text.replace(/\s*\n\s*/g, " ").slice(0, 1000);
 }
 

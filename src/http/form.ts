@@ -6,7 +6,7 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type busboy from "busboy";
 import type { H3Event } from "h3";
-import { createError, type KError } from "../errors.js";
+import { errorMessage, createError, type KError } from "../errors.js";
 import { lazyImport } from "../lazy-package.js";
 import { bodyIncomplete } from "./body.js";
 import { countStorageFailure, makeUploadFolder, registerUploadParent, removeUploadFolder } from "./upload-folders.js";
@@ -162,7 +162,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
         limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: 256 },
       });
     } catch (error) {
-      reject(createError("BAD_REQUEST", `Malformed form body: ${(error as Error).message}`, error));
+      reject(createError("BAD_REQUEST", `Malformed form body: ${errorMessage(error)}`, error));
       return;
     }
 

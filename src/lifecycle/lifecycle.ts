@@ -7,6 +7,7 @@ import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
 import type { OpenStreams } from "../http/open-streams.js";
+import { errorMessage } from "../errors.js";
 
 /** A shutdown hook that takes this share of `shutdownTimeout` or more is logged with its duration. */
 const SLOW_HOOK_SHARE = 0.1;
@@ -64,8 +65,9 @@ const DRAIN_SHARE = 0.5;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A hook's failure with its stack, where it has one. */
 function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return error instanceof Error && error.stack !== undefined ? error.stack : errorMessage(error);
 }
 
 function isWebSocketUpgrade(request: IncomingMessage): boolean {
@@ -150,7 +152,7 @@ export class Lifecycle {
       const where = host ? `${host}:${port}` : `port ${port}`;
       if (code === "EADDRINUSE") throw new Error(`${where} is already in use (EADDRINUSE)`, { cause: error });
       if (code === "EACCES") throw new Error(`no permission to listen on ${where} (EACCES)`, { cause: error });
-      throw new Error(`cannot listen on ${where}: ${(error as Error).message}`, { cause: error });
+      throw new Error(`cannot listen on ${where}: ${errorMessage(error)}`, { cause: error });
     }
     this.server = server;
     this.state = "serving";

@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
 import { lazyImport } from "../lazy-package.js";
+import { errorMessage } from "../errors.js";
 
 /** Options of `openRedis()`. */
 export interface RedisOptions {
@@ -128,7 +129,7 @@ export function openRedis(options: RedisOptions): RedisConnection {
       try {
         return await command(["EVALSHA", script.sha1, ...tail], signal);
       } catch (error) {
-        if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+        if (!errorMessage(error).startsWith("NOSCRIPT")) throw error;
         return command(["EVAL", script.source, ...tail], signal);
       }
     },

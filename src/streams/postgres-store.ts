@@ -6,6 +6,7 @@ import type { Logger } from "../logging/logger.js";
 import { lazyImport } from "../lazy-package.js";
 import { countLimitHit } from "../limit-hits.js";
 import type { PublishLimits } from "./replay-log.js";
+import { errorMessage } from "../errors.js";
 
 /**
  * Fan-out across pods through PostgreSQL: every pod's broker (the supervisor's primary, or a
@@ -121,7 +122,7 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
       return found.length;
     }).then((count) => {
       if (count > 0) log.warn("streams: delivered %d event(s) announced while LISTEN was lost, read from %s", count, TABLE);
-    }, (error: unknown) => log.warn("streams: could not read the events announced while LISTEN was lost: %s", (error as Error)?.message ?? String(error)));
+    }, (error: unknown) => log.warn("streams: could not read the events announced while LISTEN was lost: %s", errorMessage(error)));
   };
 
   // LISTEN holds its own connection. When it is lost (the server restarted, the backend was
@@ -151,7 +152,7 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
         catchUp();
       }, (error: unknown) => {
         if (attempt === 1 || attempt % 10 === 0) {
-          log.warn("streams: LISTEN failed (attempt %d): %s; trying again", attempt, (error as Error)?.message ?? String(error));
+          log.warn("streams: LISTEN failed (attempt %d): %s; trying again", attempt, errorMessage(error));
         }
         relisten(attempt + 1);
       });
