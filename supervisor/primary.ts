@@ -64,7 +64,7 @@ let running = false;
  * door: the FeatureHost each installer of `FEATURES` (features.ts) is given, which serves request
  * types, hears message types and sees every worker as it is forked. That door is not public for
  * 1.0: the IPC types, the worker's channel and the feature list are keelson's internals
- * (docs/supervisor.md, "From code").
+ * (docs/supervisor.md, "No IPC door for 1.0").
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
