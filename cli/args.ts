@@ -1,10 +1,12 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkOneOf, parseNumber, type NumberRule } from "../src/checks.js";
+import { MAX_TIMER_MS, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkOneOf, parseNumber, readPortEnv, type NumberRule } from "../src/checks.js";
 import { parseSize } from "../supervisor/size.js";
 import { BALANCERS } from "../supervisor/balancer.js";
-import { parseMetricsPort, readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
+import { FEATURE_SETTINGS, featureOptionsFromCli } from "../supervisor/feature-settings.js";
+import { readWorkersEnv, type SupervisorOptions } from "../supervisor/options.js";
+import { errorMessage } from "../src/errors.js";
 
 /** `keelson start …`, parsed: the supervisor's options, or what is wrong with the arguments. */
 export type StartCommand =
@@ -34,10 +36,7 @@ Options (times in milliseconds):
       --backoff-reset MS      uptime that resets a slot's delay (default 30000)
       --max-crashes N         crashes within --crash-window that stop the supervisor, exit 1 (default 10)
       --crash-window MS       (default 60000)
-      --metrics-port N|off    port of the cluster-wide /metrics, served by the primary when the
-                              App uses createPrometheus (default: $KEELSON_METRICS_PORT, else 9464)
-      --metrics-host ADDR     its address (default: $KEELSON_METRICS_HOST, else --host, else every interface)
-      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
+${FEATURE_SETTINGS.flatMap((feature) => feature.flags).map((flag) => `      ${flag.usage}\n`).join("")}      --max-memory SIZE       replace a worker whose RSS stays above SIZE (512M, 2G) for
                               --max-memory-window MS (default 30000), new worker first
       --balancer round-robin|reuseport
                               who spreads connections: the primary (default: $KEELSON_BALANCER, else
@@ -48,7 +47,7 @@ Options (times in milliseconds):
   -h, --help                  this text
 
 A TypeScript entry (Node options reach the workers): NODE_OPTIONS="--import tsx" npx keelson start app.ts
-Environment: WORKERS, PORT, HOST, KEELSON_BALANCER, KEELSON_METRICS_PORT, KEELSON_METRICS_HOST, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).`;
+Environment: WORKERS, PORT, HOST, KEELSON_BALANCER, ${FEATURE_SETTINGS.flatMap((feature) => feature.env).join(", ")}, KEELSON_CONTROL_SOCKET, NODE_ENV=production (JSON log lines).`;
 
 const NUMBER_FLAGS = {
   workers: "w", port: "p", "ready-timeout": undefined, "shutdown-timeout": undefined, "kill-margin": undefined,
@@ -57,6 +56,9 @@ const NUMBER_FLAGS = {
 } as const;
 
 type NumberFlag = keyof typeof NUMBER_FLAGS;
+
+/** The cluster features' own flags (supervisor/feature-settings.ts), each taking a value. */
+const featureFlags = Object.fromEntries(FEATURE_SETTINGS.flatMap((feature) => feature.flags).map((flag) => [flag.name, { type: "string" as const }]));
 
 const COUNT: NumberRule = { integer: true, min: 1 };
 /** Each flag's own rule (the option's in resolveOptions), so a bad value is named by the flag the user typed. */
@@ -71,25 +73,10 @@ function readNumber(values: Partial<Record<NumberFlag, string>>, flag: NumberFla
   return raw === undefined ? undefined : parseNumber(raw, `--${flag}`, FLAG_RULES[flag]);
 }
 
-function readPort(flag: number | undefined, env: NodeJS.ProcessEnv): number | undefined {
-  if (flag !== undefined) return flag;
-  const raw = env.PORT;
-  if (raw === undefined || raw.trim() === "") return undefined;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`PORT must be an integer from 0 to 65535, got "${raw}"`);
-  return value;
-}
-
 /** `--host`, else `HOST`: the flag before the variable, as for the port. */
 export function readHost(flag: string | undefined, env: NodeJS.ProcessEnv): string | undefined {
   if (flag !== undefined) return checkHost(flag.trim(), "--host");
   return checkHost(env.HOST?.trim() || undefined, "HOST");
-}
-
-function readMetricsPort(flag: string | undefined, env: NodeJS.ProcessEnv): number | false | undefined {
-  if (flag !== undefined) return parseMetricsPort(flag, "--metrics-port");
-  const raw = env.KEELSON_METRICS_PORT;
-  return raw === undefined || raw.trim() === "" ? undefined : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
 }
 
 /**
@@ -105,7 +92,7 @@ export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = pro
     ]));
     const { values, positionals } = parseArgs({
       args: [...argv], allowPositionals: true, strict: true,
-      options: { ...options, host: { type: "string" }, "metrics-port": { type: "string" }, "metrics-host": { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" } },
+      options: { ...options, ...featureFlags, host: { type: "string" }, "control-socket": { type: "string" }, "max-memory": { type: "string" }, balancer: { type: "string" } },
     });
     const separator = argv.indexOf("--");
     const own = separator === -1 ? positionals : positionals.slice(0, positionals.length - (argv.length - separator - 1));
@@ -122,7 +109,7 @@ export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = pro
         entry,
         args: entryArgs,
         workers: number("workers") ?? readWorkersEnv(env),
-        port: readPort(number("port"), env),
+        port: number("port") ?? readPortEnv(env),
         host: readHost(values.host, env),
         readyTimeout: number("ready-timeout"),
         shutdownTimeout: number("shutdown-timeout"),
@@ -131,8 +118,7 @@ export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = pro
         watchdogTimeout: number("watchdog-timeout"),
         backoff: { initial: number("backoff-initial"), max: number("backoff-max"), resetAfter: number("backoff-reset") },
         crashLoop: { maxCrashes: number("max-crashes"), window: number("crash-window") },
-        metricsPort: readMetricsPort(values["metrics-port"], env),
-        metricsHost: checkHost(values["metrics-host"]?.trim(), "--metrics-host") ?? checkHost(env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST"),
+        ...featureOptionsFromCli(values as Record<string, string | undefined>, env),
         controlSocket: values["control-socket"],
         maxMemory: values["max-memory"] === undefined ? undefined : parseSize(values["max-memory"], "--max-memory"),
         maxMemoryWindow: number("max-memory-window"),
@@ -140,6 +126,6 @@ export function parseStart(argv: readonly string[], env: NodeJS.ProcessEnv = pro
       },
     };
   } catch (error) {
-    return { command: "error", message: (error as Error).message };
+    return { command: "error", message: errorMessage(error) };
   }
 }

@@ -4,6 +4,7 @@ import { basename, dirname, extname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { scalarBundleCandidates } from "../src/docs/assets.js";
+import { errorMessage } from "../src/errors.js";
 
 export const BUNDLE_USAGE = `Usage: keelson bundle <entry> [--out DIR] [--external PKG]...
 
@@ -78,7 +79,7 @@ export function parseBundleArgs(argv: readonly string[]): BundleRequest {
     if (name === "keelson" || name === "worker-preload") return { command: "error", message: `an entry named "${name}" would overwrite keelson's own file in the bundle: rename it` };
     return { command: "bundle", entry: resolve(entry), out: resolve(values.out ?? join("dist", "bundle")), external: values.external ?? [] };
   } catch (error) {
-    return { command: "error", message: (error as Error).message };
+    return { command: "error", message: errorMessage(error) };
   }
 }
 
@@ -175,7 +176,7 @@ export async function runBundleCommand(argv: readonly string[]): Promise<number>
     );
     return 0;
   } catch (error) {
-    process.stderr.write(`keelson bundle: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson bundle: ${errorMessage(error)}\n`);
     return 1;
   }
 }

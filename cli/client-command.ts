@@ -6,6 +6,7 @@ import { buildOpenAPIDocument, type OpenAPIDocsConfig } from "../src/docs/openap
 import type { OpenAPIDocument } from "../src/docs/types.js";
 import type { RegisteredRoute } from "../src/http/route.js";
 import { typeScriptEntryHint } from "../supervisor/entry-hint.js";
+import { errorMessage } from "../src/errors.js";
 
 export const CLIENT_USAGE = `Usage: keelson client <entry> [--export NAME] [--out DIR]
        keelson client --from-url URL [--out DIR]
@@ -52,7 +53,7 @@ export function parseClientArgs(argv: readonly string[]): ClientRequest {
     if (extra.length > 0) return { command: "error", message: `unexpected argument(s): ${extra.join(" ")}` };
     return { command: "client", source: { entry, exportName: values.export ?? "buildApp" }, out };
   } catch (error) {
-    return { command: "error", message: (error as Error).message };
+    return { command: "error", message: errorMessage(error) };
   }
 }
 
@@ -102,7 +103,7 @@ async function readDocument(source: { entry: string; exportName: string } | { ur
   process.env.LOG_LEVEL = "warn";
   const app = await loadApp(source.entry, source.exportName).catch((error: unknown) => {
     const hint = typeScriptEntryHint("client", source.entry, String((error as Error)?.stack ?? error), process.execArgv);
-    throw hint === undefined ? error : new Error(`${(error as Error).message}\nHint: ${hint}`, { cause: error });
+    throw hint === undefined ? error : new Error(`${errorMessage(error)}\nHint: ${hint}`, { cause: error });
   });
   try {
     return buildOpenAPIDocument(app.routes, app.config.docs);
@@ -163,7 +164,7 @@ export async function runClientCommand(argv: readonly string[]): Promise<number>
     process.stdout.write(`keelson client: ${operations} operation(s) → ${join(request.out, "openapi.json")}, ${join(request.out, "api.d.ts")}\n`);
     return 0;
   } catch (error) {
-    process.stderr.write(`keelson client: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson client: ${errorMessage(error)}\n`);
     return 1;
   }
 }

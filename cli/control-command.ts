@@ -1,11 +1,13 @@
 import type { ConsolaInstance } from "consola";
 import { resolve as resolvePath } from "node:path";
 import { parseArgs } from "node:util";
+import { PORT_RULE, numberFromText } from "../src/checks.js";
 import { defaultControlSocket, effectivePort } from "../supervisor/control-path.js";
-import type { MetricsPortState } from "../src/metrics/metrics-port.js";
+import { FEATURE_SETTINGS } from "../supervisor/feature-settings.js";
 import type { ReloadReport } from "../supervisor/reload.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { terminal } from "./terminal.js";
+import { errorMessage } from "../src/errors.js";
 
 /** `keelson status` / `keelson reload`, parsed. */
 export interface ControlCommand {
@@ -64,8 +66,8 @@ export function parseControlCommand(command: "status" | "reload", argv: readonly
     throw new Error(`name the supervisor one way: "${target}", --socket or --port`);
   }
   if (command === "reload" && (values.watch === true || values.interval !== undefined)) throw new Error("--watch and --interval are for keelson status");
-  const port = values.port === undefined ? undefined : Number(values.port);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
+  const port = values.port === undefined ? undefined : numberFromText(values.port, PORT_RULE);
+  if (values.port !== undefined && port === undefined) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
   const interval = values.interval === undefined ? 2000 : Number(values.interval);
   if (!Number.isFinite(interval) || interval < 100) throw new Error(`--interval expects milliseconds >= 100, got "${values.interval}"`);
   const fromEnv = env.KEELSON_CONTROL_SOCKET;
@@ -117,7 +119,7 @@ export async function runControlCommand(command: ControlCommand): Promise<number
     } while (cli.watchMs !== undefined);
     return 0;
   } catch (error) {
-    (await terminal()).error((error as Error).message);
+    (await terminal()).error(errorMessage(error));
     return 1;
   }
 }
@@ -193,8 +195,10 @@ function printStatus(status: StatusReport, consola: ConsolaInstance): void {
   const flags = [primary.reloading ? "reloading" : "", primary.stopping ? "stopping" : ""].filter(Boolean).join(", ");
   const serving = primary.url === undefined ? "" : ` on ${primary.url}`;
   consola.info(`supervisor pid ${primary.pid}, up ${formatDuration(primary.uptimeMs)}, ${primary.workers} worker(s) of ${primary.entry}${serving}${flags ? ` (${flags})` : ""}`);
-  const metrics = status.features?.metrics as MetricsPortState | undefined;
-  if (metrics?.url !== undefined) consola.info(`metrics on ${metrics.url}${metrics.note === undefined ? "" : ` (${metrics.note})`}`);
+  for (const feature of FEATURE_SETTINGS) {
+    const line = feature.statusLine?.(status.features?.[feature.name]);
+    if (line !== undefined) consola.info(line);
+  }
   consola.info(`breaker ${breaker.state}: ${breaker.crashes} crash(es) in the last ${formatDuration(breaker.windowMs)} (trips at ${breaker.maxCrashes})`);
   const rows: string[][] = [[
     "primary", String(primary.pid), "", "", formatDuration(primary.uptimeMs), "", formatBytes(primary.rss), formatBytes(primary.heapUsed),

@@ -1,10 +1,12 @@
 import { readdirSync, statSync, watch, type FSWatcher } from "node:fs";
 import { join, relative } from "node:path";
 import { parseArgs } from "node:util";
+import { PORT_RULE, numberFromText, readPortEnv } from "../src/checks.js";
 import type { Supervisor } from "../supervisor/primary.js";
 import { readHost } from "./args.js";
 import { stopWithParent } from "./parent-watch.js";
 import { terminal } from "./terminal.js";
+import { errorMessage } from "../src/errors.js";
 import type { VerbContext } from "./verb.js";
 
 /** `keelson dev <entry>`, parsed. */
@@ -44,9 +46,8 @@ export function parseDevCommand(argv: readonly string[], env: NodeJS.ProcessEnv)
   if (extra.length > 0) throw new Error(`unexpected argument(s): ${extra.join(" ")}`);
   const workers = Number(values.workers ?? 1);
   if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers expects a positive integer, got "${values.workers}"`);
-  const rawPort = values.port ?? env.PORT;
-  const port = rawPort === undefined || rawPort === "" ? undefined : Number(rawPort);
-  if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535)) throw new Error(`--port expects an integer from 0 to 65535, got "${rawPort}"`);
+  const port = values.port === undefined ? readPortEnv(env) : numberFromText(values.port, PORT_RULE);
+  if (port === undefined && values.port) throw new Error(`--port expects an integer from 0 to 65535, got "${values.port}"`);
   return { entry, workers, port, host: readHost(values.host, env) ?? DEV_HOST, root: process.cwd() };
 }
 
@@ -65,7 +66,7 @@ export async function runDevVerb(argv: readonly string[], context: VerbContext):
     await runDev(parseDevCommand(argv, context.env));
     return undefined;
   } catch (error) {
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson: ${errorMessage(error)}\n`);
     return 2;
   }
 }

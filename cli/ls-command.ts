@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { findSupervisors, type FoundSupervisor } from "../supervisor/registry.js";
 import { formatDuration } from "./control-command.js";
+import { errorMessage } from "../src/errors.js";
 
 export const LS_USAGE = `Usage: keelson ls [--json]
 
@@ -36,7 +37,7 @@ export async function runLsCommand(argv: readonly string[]): Promise<number> {
     }
     json = values.json === true;
   } catch (error) {
-    process.stderr.write(`keelson ls: ${(error as Error).message}\nRun "keelson ls --help" for usage.\n`);
+    process.stderr.write(`keelson ls: ${errorMessage(error)}\nRun "keelson ls --help" for usage.\n`);
     return 2;
   }
   const found = await findSupervisors();

@@ -1,4 +1,5 @@
 import { prepareRuntime, type RuntimeSetup } from "./runtime.js";
+import { errorMessage } from "../src/errors.js";
 
 // Before the rest is loaded: the compile cache then covers the supervisor's own modules, and `.env`
 // is in process.env before any option is read.
@@ -6,7 +7,7 @@ let runtime: RuntimeSetup;
 try {
   runtime = prepareRuntime();
 } catch (error) {
-  process.stderr.write(`keelson: ${(error as Error).message}\n`);
+  process.stderr.write(`keelson: ${errorMessage(error)}\n`);
   process.exit(2);
 }
 

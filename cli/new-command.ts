@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { parseArgs } from "node:util";
+import { errorMessage } from "../src/errors.js";
 
 export const NEW_USAGE = `Usage: keelson new <dir> [--name NAME] [--keelson PATH]
 
@@ -137,7 +138,7 @@ export async function runNewCommand(argv: readonly string[]): Promise<number> {
     if (existsSync(target) && readdirSync(target).length > 0) throw new Error(`${target} exists and is not empty`);
     if (values.keelson !== undefined) keelson = keelsonFileSpec(values.keelson, target);
   } catch (error) {
-    process.stderr.write(`keelson new: ${(error as Error).message}\nRun "keelson new --help" for usage.\n`);
+    process.stderr.write(`keelson new: ${errorMessage(error)}\nRun "keelson new --help" for usage.\n`);
     return 2;
   }
   try {
@@ -146,7 +147,7 @@ export async function runNewCommand(argv: readonly string[]): Promise<number> {
     process.stdout.write(`keelson new: wrote ${files.length} files into ${shown}\n\n  cd ${shown}\n  make test\n  make run WORKERS=2\n`);
     return 0;
   } catch (error) {
-    process.stderr.write(`keelson new: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson new: ${errorMessage(error)}\n`);
     return 1;
   }
 }

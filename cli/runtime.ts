@@ -1,5 +1,6 @@
 import { constants, enableCompileCache } from "node:module";
 import { join } from "node:path";
+import { errorMessage } from "../src/errors.js";
 
 /** What {@link prepareRuntime} did; `warnings` are for the supervisor's log once it has one. */
 export interface RuntimeSetup {
@@ -50,6 +51,6 @@ function loadDotEnv(path: string): string | undefined {
     return path;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new Error(`cannot load ${path}: ${(error as Error).message}`, { cause: error });
+    throw new Error(`cannot load ${path}: ${errorMessage(error)}`, { cause: error });
   }
 }

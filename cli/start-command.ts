@@ -1,6 +1,7 @@
 import { parseStart, START_USAGE } from "./args.js";
 import type { SupervisorOptions } from "../supervisor/options.js";
 import type { VerbContext } from "./verb.js";
+import { errorMessage } from "../src/errors.js";
 
 export { START_USAGE };
 
@@ -49,7 +50,7 @@ async function start(options: SupervisorOptions, warnings: readonly string[]): P
       early = (await import("../supervisor/prefork.js")).preforkWorkers(resolved);
     }
     const { Supervisor } = await import("../supervisor/primary.js");
-    supervisor = new Supervisor({ ...options, ...(probed === undefined ? {} : { port: probed }), logger: resolved.logger }, {
+    supervisor = new Supervisor(resolved, {
       ...(early === undefined ? {} : { fork: early.fork }),
       ...(probed === undefined ? {} : { probePort: () => Promise.resolve(probed) }),
     });
@@ -57,12 +58,12 @@ async function start(options: SupervisorOptions, warnings: readonly string[]): P
   } catch (error) {
     release();
     early?.discard();
-    process.stderr.write(`keelson: ${(error as Error).message}\n`);
+    process.stderr.write(`keelson: ${errorMessage(error)}\n`);
     return 2;
   }
   // A start that fails because the supervisor stopped (crash loop, signal) exits through `finished`.
   supervisor.start().catch((error: unknown) => {
-    if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", (error as Error).message);
+    if (!supervisor.stopping) supervisor.logger.error("supervisor failed to start: %s", errorMessage(error));
   });
   release();
   (await import("./parent-watch.js")).stopWithParent(supervisor);

@@ -7,7 +7,6 @@ import { checkHealth } from "./health.js";
 import {
   noopTracer, type HealthChecker, type MetricsCollector, type Scheduler, type ShutdownHook, type Tracer, type Translator,
 } from "./integrations.js";
-import { createCors } from "./http/cors.js";
 import { joinPath } from "./http/path.js";
 import { compileRoute } from "./http/handler.js";
 import { sweepUploadFolders } from "./http/upload-folders.js";
@@ -19,12 +18,14 @@ import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
 import { JobScheduler } from "./jobs/scheduler.js";
 import { attachWorkerLink, listensWithReusePort, reportWorkerFailure } from "./cluster/worker-link.js";
-import { levelRank, parseLogLevel } from "./logging/level.js";
-import { Logger } from "./logging/logger.js";
+import { levelRank } from "./logging/level.js";
+import type { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 import { OpenStreams } from "./http/open-streams.js";
+import { hub } from "./streams/hub.js";
 import { DEFAULT_WS_MAX_QUEUED_BYTES, DEFAULT_WS_PING_INTERVAL_MS, Upgrades } from "./streams/upgrades.js";
+import { errorMessage } from "./errors.js";
 
 export type { ResolvedConfig } from "./config.js";
 
@@ -54,16 +55,6 @@ export interface RouteTable {
   readonly app: App;
   add(route: Route, prefix: string, middleware: readonly Middleware[]): void;
   install(module: Module, router: Router): void;
-}
-
-/** The App's logger: the one given, else one at `logLevel` (else LOG_LEVEL, else the spec's rule). */
-function resolveLogger(config: KConfig, isProduction: boolean): Logger {
-  if (config.logLevel === undefined) return config.logger ?? new Logger({ isProduction });
-  const level = parseLogLevel(config.logLevel, "logLevel");
-  if (config.logger !== undefined) {
-    throw new Error(`logLevel ("${level}") cannot be combined with logger: give that Logger its own level (new Logger({ isProduction, level }))`);
-  }
-  return new Logger({ isProduction, level });
 }
 
 /**
@@ -101,8 +92,10 @@ export class App implements Router {
   #listening: Promise<void> | undefined;
 
   constructor(config: KConfig = {}) {
-    this.config = resolveConfig(config);
-    this.logger = resolveLogger(config, this.config.env === "production");
+    const settings = resolveConfig(config);
+    this.config = settings.config;
+    this.logger = settings.logger;
+    hub.useLogger(this.logger);
     const streams = new OpenStreams(() => this.#pipeline.metrics, this.logger);
     let upgrades: Upgrades | undefined;
     this.#services = { logger: this.logger, tracer: noopTracer, translator: undefined, streams };
@@ -127,12 +120,11 @@ export class App implements Router {
     // Steps 1–4 of the construction order in docs/routing.md: the pipeline starts request logging
     // and CORS in onRequest, panic recovery and the error handler are onError, and the log line is
     // written once h3 has the Response (src/http/pipeline.ts).
-    const shedding = config.loadShedding ?? false;
-    this.#shedder = shedding === false ? undefined : new LoadShedder(shedding === true ? {} : shedding, this.logger);
+    this.#shedder = settings.loadShedding === undefined ? undefined : new LoadShedder(settings.loadShedding, this.logger);
     this.#pipeline = new RequestPipeline({
       logger: this.logger,
       services: this.#services,
-      cors: config.cors === false ? undefined : createCors(config.cors ?? {}),
+      cors: settings.cors,
       shedder: this.#shedder,
       health: !this.config.disableHealth,
       lifecycle: this.#lifecycle,
@@ -214,7 +206,7 @@ export class App implements Router {
   #installModule(module: Module, router: Router): void {
     // A plain object literal would otherwise be reported as "module Object".
     const name = module.name ?? (module.constructor === Object ? undefined : module.constructor?.name) ?? "(unnamed)";
-    const fail = (error: unknown) => new Error(`module ${name} failed to register: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+    const fail = (error: unknown) => new Error(`module ${name} failed to register: ${errorMessage(error)}`, { cause: error });
     let step: Promise<unknown>;
     try {
       const result = module.register(router);
@@ -367,7 +359,7 @@ export class App implements Router {
         await scheduler.start();
       } catch (error) {
         await this.#lifecycle.shutdown("a scheduler failed to start");
-        throw new Error(`scheduler failed to start: ${(error as Error)?.message ?? String(error)}`, { cause: error });
+        throw new Error(`scheduler failed to start: ${errorMessage(error)}`, { cause: error });
       }
     }
   }

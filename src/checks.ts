@@ -23,6 +23,9 @@ export interface NumberRule {
 /** A TCP port; 0 asks the system for a free one. */
 export const PORT_RULE: NumberRule = { integer: true, min: 0, max: 65_535 };
 
+/** The port an App listens on when neither its port variable nor its `port` option says; a supervisor's too. */
+export const DEFAULT_PORT = 3000;
+
 /** The same rule for a time in milliseconds: finite, at most MAX_TIMER_MS. */
 export const MS_ABOVE_0: NumberRule = { above: 0, max: MAX_TIMER_MS };
 export const MS_FROM_0: NumberRule = { min: 0, max: MAX_TIMER_MS };
@@ -101,7 +104,31 @@ export function envNumber(name: string, rule: NumberRule = {}, env: NodeJS.Proce
 
 /** A number written as text (a variable, a command-line flag) in plain decimal notation that fits `rule`; else throws naming `name` and quoting `raw`. */
 export function parseNumber(raw: string, name: string, rule: NumberRule): number {
-  const value = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!fits(value, rule)) throw new Error(`${name} must be ${describeRule(rule)}, got ${show(raw)}`);
+  const value = numberFromText(raw, rule);
+  if (value === undefined) throw new Error(`${name} must be ${describeRule(rule)}, got ${show(raw)}`);
   return value;
+}
+
+/**
+ * `raw` read in plain decimal notation when it fits `rule`, else undefined: parseNumber for a caller
+ * that words its own refusal (`--port expects …`).
+ *
+ * @example
+ * const port = numberFromText(flag, PORT_RULE) ?? fail(`--port expects an integer from 0 to 65535, got "${flag}"`);
+ */
+export function numberFromText(raw: string, rule: NumberRule): number | undefined {
+  const value = /^\s*[+-]?(\d+(\.\d*)?|\.\d+)\s*$/.test(raw) ? Number(raw) : Number.NaN;
+  return fits(value, rule) ? value : undefined;
+}
+
+/**
+ * The port the environment variable `name` sets: undefined when it is unset or blank, else an
+ * integer that fits PORT_RULE, or it throws naming the variable. The one reader of `PORT`, for the
+ * App, the supervisor and the CLI alike, so a value one of them refuses none of them takes.
+ *
+ * @example
+ * const port = readPortEnv() ?? DEFAULT_PORT;
+ */
+export function readPortEnv(env: NodeJS.ProcessEnv = process.env, name = "PORT"): number | undefined {
+  return envNumber(name, PORT_RULE, env);
 }

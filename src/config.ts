@@ -1,8 +1,9 @@
-import { MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkNumber, checkOneOf, checkOptionalNumber, envNumber, show } from "./checks.js";
+import { DEFAULT_PORT, MS_ABOVE_0, MS_FROM_0, PORT_RULE, checkHost, checkNumber, checkOneOf, checkOptionalNumber, readPortEnv, show } from "./checks.js";
 import type { DocsConfig } from "./docs/types.js";
-import type { CorsConfig } from "./http/cors.js";
+import { createCors, type Cors, type CorsConfig } from "./http/cors.js";
 import type { LoadSheddingOptions } from "./http/load-shed.js";
-import type { Logger, LogLevel } from "./logging/logger.js";
+import { parseLogLevel } from "./logging/level.js";
+import { Logger, type LogLevel } from "./logging/logger.js";
 import { joinPath } from "./http/path.js";
 import { resolveRequestIdHeader } from "./http/request-id.js";
 
@@ -86,7 +87,6 @@ export interface KConfig {
   loadShedding?: boolean | LoadSheddingOptions;
 }
 
-export const DEFAULT_PORT = 3000;
 export const DEFAULT_DOCS_PATH = "/docs";
 export const DEFAULT_DOCS_VERSION = "1.0.0";
 export const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -130,18 +130,44 @@ export interface ResolvedConfig extends Required<Pick<KConfig, "port" | "portEnv
   trustRequestId: boolean;
 }
 
+/**
+ * What an App is made of, resolved from its KConfig in one pass: the settings (`app.config`), the
+ * logger, the CORS policy and the load-shedding options, every one checked.
+ */
+export interface AppSettings {
+  readonly config: ResolvedConfig;
+  readonly logger: Logger;
+  /** Undefined with `cors: false`. */
+  readonly cors: Cors | undefined;
+  /** Undefined when load shedding is off. */
+  readonly loadShedding: LoadSheddingOptions | undefined;
+}
+
+/** The App's logger: the one given, else one at `logLevel` (else LOG_LEVEL, else the spec's rule). */
+function resolveLogger(config: KConfig, isProduction: boolean): Logger {
+  if (config.logLevel === undefined) return config.logger ?? new Logger({ isProduction });
+  const level = parseLogLevel(config.logLevel, "logLevel");
+  if (config.logger !== undefined) {
+    throw new Error(`logLevel ("${level}") cannot be combined with logger: give that Logger its own level (new Logger({ isProduction, level }))`);
+  }
+  return new Logger({ isProduction, level });
+}
+
 function resolveBoolean(value: unknown, name: string, fallback: boolean): boolean {
   if (value === undefined) return fallback;
   if (typeof value !== "boolean") throw new Error(`${name} must be true or false, got ${show(value)}`);
   return value;
 }
 
-/** The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read: what `app.config` holds. */
-export function resolveConfig(config: KConfig): ResolvedConfig {
+/**
+ * The defaults of docs/configuration.md applied, `PORT` and `NODE_ENV` read, every setting checked:
+ * `app.config`, and the logger, CORS policy and load-shedding options the App is built with.
+ */
+export function resolveConfig(config: KConfig): AppSettings {
   const portEnv = config.portEnv ?? "PORT";
   checkPortEnv(portEnv);
   // Read whether or not the code sets a port: the operator's variable wins (docs/configuration.md#the-port).
-  const envPort = portEnv === false ? undefined : envNumber(portEnv, PORT_RULE);
+  const envPort = portEnv === false ? undefined : readPortEnv(process.env, portEnv);
   const nodeEnv = process.env.NODE_ENV as Env | undefined;
   const docsVersion = config.docs?.version ?? DEFAULT_DOCS_VERSION;
   const serviceName = config.serviceName ?? "keelson-service";
@@ -167,5 +193,11 @@ export function resolveConfig(config: KConfig): ResolvedConfig {
     trustRequestId: resolveBoolean(config.trustRequestId, "trustRequestId", true),
   };
   checkConfig({ ...resolved, cors: config.cors });
-  return resolved;
+  const shedding = config.loadShedding ?? false;
+  return {
+    config: resolved,
+    logger: resolveLogger(config, resolved.env === "production"),
+    cors: config.cors === false ? undefined : createCors(config.cors ?? {}),
+    loadShedding: shedding === false ? undefined : shedding === true ? {} : shedding,
+  };
 }

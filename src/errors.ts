@@ -98,3 +98,23 @@ export function internal(message: string, cause?: unknown): KError {
 export function isKError(value: unknown): value is KError {
   return value instanceof KError;
 }
+
+/**
+ * An error as one piece of text, for a log line or another error's message: an Error's message (its
+ * name when the message is empty), a thrown string as it is, anything else as JSON (else String()).
+ * The one way keelson turns a caught value into words.
+ *
+ * @example
+ * logger.warn("reload failed: %s", errorMessage(error));
+ */
+export function errorMessage(error: unknown): string {
+  const message = typeof error === "object" && error !== null ? (error as { message?: unknown }).message : undefined;
+  if (typeof message === "string" && message !== "") return message;
+  if (error instanceof Error) return error.name;
+  if (typeof error === "string") return error;
+  try {
+    return JSON.stringify(error) ?? String(error);
+  } catch {
+    return String(error);
+  }
+}

@@ -1,3 +1,4 @@
+import { errorMessage } from "./errors.js";
 import type { HealthChecker } from "./integrations.js";
 
 /** The body of GET /health. */
@@ -9,15 +10,6 @@ export interface HealthReport {
   checks: Record<string, string>;
 }
 
-function messageOf(error: unknown): string {
-  if (error instanceof Error) return error.message || error.name;
-  if (typeof error === "string") return error;
-  try {
-    return JSON.stringify(error) ?? String(error);
-  } catch {
-    return String(error);
-  }
-}
 
 /** Runs one checker under its own timeout; never throws, never hangs past `timeoutMs`. */
 async function runChecker(checker: HealthChecker, timeoutMs: number): Promise<string> {
@@ -32,7 +24,7 @@ async function runChecker(checker: HealthChecker, timeoutMs: number): Promise<st
   const run = (async () => {
     await checker.check(controller.signal);
     return "UP";
-  })().catch((error: unknown) => `DOWN: ${messageOf(error)}`);
+  })().catch((error: unknown) => `DOWN: ${errorMessage(error)}`);
   try {
     return await Promise.race([run, timeout]);
   } finally {

@@ -35,3 +35,30 @@ export function lazyPackage<T>(name: string): LazyPackage<T> {
   };
   return load;
 }
+
+/** A package loaded by `import()` when first used: see lazyImport. */
+export type LazyImport<T> = (who?: string) => Promise<T>;
+
+/**
+ * An optional package keelson loads with `import()` at first use (busboy, crossws, postgres,
+ * redis): an ES module, or one a bundler must see (`import("busboy")` written in `load`, so
+ * `keelson bundle` still carries it). The load is shared by every caller and tried again after a
+ * failure. `who` names what needed it: a package that cannot be loaded then fails with
+ * `<who> needs the \`<name>\` package: npm install <name>`, the original error as its cause.
+ *
+ * @example
+ * const loadPostgres = lazyImport("postgres", async () => ((await import("postgres")) as { default: Postgres }).default);
+ * const postgres = await loadPostgres("openPostgres()");
+ */
+export function lazyImport<T>(name: string, load: () => Promise<T>): LazyImport<T> {
+  let loading: Promise<T> | undefined;
+  return (who) => {
+    loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    });
+    return who === undefined ? loading : loading.catch((error: unknown) => {
+      throw new Error(`${who} needs the \`${name}\` package: npm install ${name}`, { cause: error });
+    });
+  };
+}

@@ -2,15 +2,11 @@ import { createHash } from "node:crypto";
 import { chmodSync, lstatSync, mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { DEFAULT_PORT, readPortEnv } from "../src/checks.js";
 
-/** The App's port when neither `--port` nor `PORT` says (the App's own default). */
-const APP_DEFAULT_PORT = 3000;
-
-/** The port a supervisor started here serves: `port`, else `PORT`, else 3000. */
+/** The port a supervisor started here serves: `port`, else `PORT`, else the App's default. */
 export function effectivePort(port: number | undefined, env: NodeJS.ProcessEnv = process.env): number {
-  if (port !== undefined) return port;
-  const fromEnv = Number(env.PORT);
-  return env.PORT !== undefined && env.PORT.trim() !== "" && Number.isInteger(fromEnv) ? fromEnv : APP_DEFAULT_PORT;
+  return port ?? readPortEnv(env) ?? DEFAULT_PORT;
 }
 
 /** `$XDG_RUNTIME_DIR/keelson`, else `<tmpdir>/keelson-<uid>`: the folder of the default control sockets. */

@@ -1,16 +1,16 @@
 import { availableParallelism } from "node:os";
-import { MAX_TIMER_MS, PORT_RULE, checkHost, checkNumber } from "../src/checks.js";
+import { DEFAULT_PORT, MAX_TIMER_MS, PORT_RULE, checkHost, checkNumber, readPortEnv } from "../src/checks.js";
+import { resolveFeatureOptions, type FeatureOptions, type ResolvedFeatureOptions } from "./feature-settings.js";
 import { newLogger, type Logger } from "../src/logging/logger.js";
 import { defaultControlSocket, effectivePort } from "./control-path.js";
 import type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 import { parseSize } from "./size.js";
-import { DEFAULT_PORT } from "../src/config.js";
 import { resolveBalancer, systemHost, type Balancer, type BalancerHost } from "./balancer.js";
 
 export type { BackoffOptions, CrashLoopOptions } from "./backoff.js";
 
-/** Settings of a Supervisor. Times are in milliseconds. */
-export interface SupervisorOptions {
+/** Settings of a Supervisor. Times are in milliseconds. The cluster features add theirs (`metricsPort`, `metricsHost`). */
+export interface SupervisorOptions extends FeatureOptions {
   /** The module each worker runs: it builds an App and calls `listen()`. A path (relative to the cwd) or a file URL. */
   entry: string;
   /** Number of workers. Default: `WORKERS`, else `WEB_CONCURRENCY`, else `os.availableParallelism()`. */
@@ -47,14 +47,6 @@ export interface SupervisorOptions {
   /** Exit the process (0 or 1) once stopped. Default true. */
   exitProcess?: boolean;
   /**
-   * Port where the primary serves the cluster-wide `/metrics` (when the App uses
-   * `createPrometheus`); 0 picks a free one, `false` turns it off. Default: `KEELSON_METRICS_PORT`
-   * (a number or `off`), else 9464.
-   */
-  metricsPort?: number | false;
-  /** Address of the metrics port. Default: `KEELSON_METRICS_HOST`, else `host` (or `HOST`), else every interface. */
-  metricsHost?: string;
-  /**
    * The Unix socket `keelson status` and `keelson reload` talk to, or false for none. Default:
    * `KEELSON_CONTROL_SOCKET`, else a file named by a hash of the working directory and the port
    * in `$XDG_RUNTIME_DIR/keelson/` or `<tmpdir>/keelson-<uid>/` (a 0700 folder; the socket is 0600).
@@ -77,12 +69,9 @@ export interface SupervisorOptions {
 }
 
 /** SupervisorOptions with every default applied. */
-export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "host" | "backoff" | "crashLoop" | "metricsHost" | "maxMemory">> {
+export interface ResolvedSupervisorOptions extends Required<Omit<SupervisorOptions, "port" | "host" | "backoff" | "crashLoop" | "maxMemory" | keyof FeatureOptions>>, ResolvedFeatureOptions {
   port: number | undefined;
   host: string | undefined;
-  /** True when `metricsPort` is the default (no option, flag or variable chose it): taken, a free port is used instead. */
-  metricsPortIsDefault: boolean;
-  metricsHost: string | undefined;
   /** Bytes; undefined when there is no limit. */
   maxMemory: number | undefined;
   backoff: Required<BackoffOptions>;
@@ -115,29 +104,34 @@ export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | u
   return undefined;
 }
 
-/** The OpenTelemetry Prometheus exporter's port: where a Prometheus setup looks by habit. */
-export const DEFAULT_METRICS_PORT = 9464;
+// The metrics port's default, where the deployment files' tests have always read it.
+export { DEFAULT_METRICS_PORT } from "../src/metrics/port-settings.js";
 
-/** Reads a metrics port: an integer from 0 to 65535, or `off`; `what` names it in the error. */
-export function parseMetricsPort(raw: string, what: string): number | false {
-  const text = raw.trim().toLowerCase();
-  if (text === "off" || text === "false") return false;
-  const value = Number(text);
-  if (text === "" || !Number.isInteger(value) || value < 0 || value > 65535) {
-    throw new Error(`${what} must be a port from 0 to 65535, or off, got "${raw}"`);
-  }
-  return value;
+/** What resolveOptions made: a Supervisor given one of these takes it as it is instead of resolving again. */
+const resolvedOnce = new WeakSet<ResolvedSupervisorOptions>();
+
+/** Whether `options` came from resolveOptions (every default applied, every value checked). */
+export function isResolved(options: SupervisorOptions | ResolvedSupervisorOptions): options is ResolvedSupervisorOptions {
+  return resolvedOnce.has(options as ResolvedSupervisorOptions);
 }
 
-function resolveMetricsPort(option: number | false | undefined, env: NodeJS.ProcessEnv): number | false {
-  if (option === false) return false;
-  if (option !== undefined) return checkNumber(option, "metricsPort", PORT_RULE);
-  const raw = env.KEELSON_METRICS_PORT;
-  return raw === undefined || raw.trim() === "" ? DEFAULT_METRICS_PORT : parseMetricsPort(raw, "KEELSON_METRICS_PORT");
-}
-
-/** Applies the defaults and validates; throws a one-line reason on a bad value. `host`: what the balancer check reads of the system. */
+/**
+ * Applies the defaults and validates; throws a one-line reason on a bad value. `host`: what the
+ * balancer check reads of the system. The result can be handed to `new Supervisor(…)`, which then
+ * uses it as it is: `keelson start` resolves once, forks its first workers from it, and gives the
+ * same object to the supervisor.
+ *
+ * @example
+ * const options = resolveOptions({ entry: "dist/main.js", workers: 2 });
+ * await new Supervisor(options).start();
+ */
 export function resolveOptions(options: SupervisorOptions, host: BalancerHost = systemHost): ResolvedSupervisorOptions {
+  const resolved = resolveEach(options, host);
+  resolvedOnce.add(resolved);
+  return resolved;
+}
+
+function resolveEach(options: SupervisorOptions, host: BalancerHost): ResolvedSupervisorOptions {
   const { backoff = {}, crashLoop = {} } = options;
   if (options.port !== undefined) checkNumber(options.port, "port", PORT_RULE);
   const heartbeatInterval = positiveInteger(options.heartbeatInterval ?? 1000, "heartbeatInterval", MAX_TIMER_MS);
@@ -178,11 +172,8 @@ export function resolveOptions(options: SupervisorOptions, host: BalancerHost = 
     },
     handleSignals: options.handleSignals ?? true,
     exitProcess: options.exitProcess ?? true,
-    metricsPort: resolveMetricsPort(options.metricsPort, process.env),
-    metricsPortIsDefault: options.metricsPort === undefined && !process.env.KEELSON_METRICS_PORT?.trim(),
-    // The service's address by default: `--host 127.0.0.1` must not leave the metrics on every interface.
-    metricsHost: checkHost(options.metricsHost, "metricsHost")
-      ?? checkHost(process.env.KEELSON_METRICS_HOST?.trim() || undefined, "KEELSON_METRICS_HOST") ?? listenHost,
+    // The service's address goes to the features: `--host 127.0.0.1` must not leave the metrics on every interface.
+    ...resolveFeatureOptions(options, process.env, { host: listenHost }),
     controlSocket: resolveControlSocket(options),
     maxMemory: resolveMaxMemory(options.maxMemory),
     maxMemoryWindow: nonNegative(options.maxMemoryWindow ?? 30_000, "maxMemoryWindow"),
@@ -208,8 +199,5 @@ function resolveMaxMemory(value: number | string | undefined): number | undefine
  * when neither is set (the App's own `port`, else 3000, decides) or 0 (a free port the kernel picks).
  */
 export function askedPort(options: Pick<ResolvedSupervisorOptions, "port" | "env">, env: NodeJS.ProcessEnv = process.env): number | undefined {
-  if (options.port !== undefined) return options.port || undefined;
-  const raw = options.env.PORT ?? env.PORT;
-  const value = raw === undefined || raw.trim() === "" ? Number.NaN : Number(raw);
-  return Number.isInteger(value) && value > 0 ? value : undefined;
+  return (options.port ?? readPortEnv(options.env.PORT === undefined ? env : options.env)) || undefined;
 }

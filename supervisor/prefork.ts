@@ -22,7 +22,7 @@ export interface PreforkedWorkers {
  * const options = resolveOptions(cli.options);
  * const early = preforkWorkers(options);
  * const { Supervisor } = await import("./primary.js");
- * await new Supervisor({ ...cli.options, logger: options.logger }, { fork: early.fork }).start();
+ * await new Supervisor(options, { fork: early.fork }).start();
  */
 export function preforkWorkers(options: ResolvedSupervisorOptions): PreforkedWorkers {
   const settings = forkSettings(options);

@@ -1,7 +1,6 @@
 import cluster from "node:cluster";
 import { resolve as resolvePath } from "node:path";
 import type { FeatureHost } from "../src/cluster/feature-host.js";
-import type { IpcHandler, IpcMessageType, IpcRequestType } from "../src/cluster/ipc.js";
 import { setLogOrigin } from "../src/logging/origin.js";
 import { flushAllLoggers, type Logger } from "../src/logging/logger.js";
 import { systemClock, type Clock } from "./clock.js";
@@ -11,13 +10,14 @@ import { MemoryLimit } from "./memory-limit.js";
 import { typeScriptEntryHint } from "./entry-hint.js";
 import { registerSupervisor } from "./registry.js";
 import { probePort, type BalancerHost } from "./balancer.js";
-import { askedPort, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
+import { askedPort, isResolved, resolveOptions, type ResolvedSupervisorOptions, type SupervisorOptions } from "./options.js";
 import { rollingReload, type ReloadReport } from "./reload.js";
 import { StatusBoard, type StatusReport } from "./status.js";
 import { Watchdog } from "./watchdog.js";
 import { describeExit, type SupervisedWorker, type WorkerExit, type WorkerHandle } from "./worker-handle.js";
 import { WorkerPool, type Slot } from "./worker-pool.js";
 import { clusterFork, forkSettings, type ForkSetup, type ForkWorker } from "./worker-process.js";
+import { errorMessage } from "../src/errors.js";
 
 /** How the supervisor stopped; `exitCode` is what the process exits with. */
 export interface StopReport {
@@ -60,12 +60,11 @@ let running = false;
  * with backoff under a crash-loop breaker, reloads them one by one on SIGHUP, and kills workers
  * whose event loop is blocked.
  *
- * For integrations (e.g. cluster-wide metrics): `workers` lists the live workers with their typed
- * IPC `channel`; `handle(type, fn)` serves a request type (`defineIpcRequest`) that workers send
- * with `getPrimaryChannel().request(type, …)`; `onMessage(type, fn)` hears a message type
- * (`defineIpcMessage`) from any worker; `onWorker(fn)` sees every worker as it is forked.
- * keelson's own cluster features (jobs, metrics, rate limits) are installed from one list,
- * `FEATURES` in features.ts, through the same calls.
+ * keelson's cluster features (jobs, metrics, rate limits, streams) reach the workers through one
+ * door: the FeatureHost each installer of `FEATURES` (features.ts) is given, which serves request
+ * types, hears message types and sees every worker as it is forked. That door is not public for
+ * 1.0: the IPC types, the worker's channel and the feature list are keelson's internals
+ * (docs/supervisor.md, "No IPC door for 1.0").
  */
 export class Supervisor {
   readonly options: ResolvedSupervisorOptions;
@@ -99,9 +98,12 @@ export class Supervisor {
   readonly #onStopSignal = (signal: NodeJS.Signals) => void this.stop(signal);
   readonly #onReloadSignal = () => void this.reload();
 
-  /** `seams` is for unit tests and the CLI (@internal): applications pass options alone. */
-  constructor(options: SupervisorOptions, seams: SupervisorSeams = {}) {
-    this.options = resolveOptions(options, seams.balancerHost);
+  /**
+   * `options` as written, or what `resolveOptions` returned (used as it is, not resolved again).
+   * `seams` is for unit tests and the CLI (@internal): applications pass options alone.
+   */
+  constructor(options: SupervisorOptions | ResolvedSupervisorOptions, seams: SupervisorSeams = {}) {
+    this.options = isResolved(options) ? options : resolveOptions(options, seams.balancerHost);
     this.logger = this.options.logger;
     this.finished = new Promise((resolve) => (this.#finish = resolve));
     this.#clock = seams.clock ?? systemClock;
@@ -165,23 +167,6 @@ export class Supervisor {
   /** Live workers (starting, ready or draining); during a reload a slot id can appear twice. */
   get workers(): readonly SupervisedWorker[] {
     return Array.from(this.#pool.live);
-  }
-
-  /** Serves a request type (see `defineIpcRequest`) sent by any worker, present and future. */
-  handle<P, R>(type: IpcRequestType<P, R>, handler: IpcHandler<P, R>): this {
-    this.#pool.handle(type, handler);
-    return this;
-  }
-
-  /** Listens to a message type (see `defineIpcMessage`) from every worker, present and future. */
-  onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): this {
-    this.#pool.onMessage(type, listener);
-    return this;
-  }
-
-  /** Calls `listener` for every live worker now and every worker forked later; returns the undo. */
-  onWorker(listener: (worker: SupervisedWorker) => void): () => void {
-    return this.#pool.onWorker(listener);
   }
 
   /** What `keelson status` prints: the primary, the crash-loop breaker, each live worker's latest figures. */
@@ -370,7 +355,7 @@ export class Supervisor {
       this.logger.info("balancer reuseport: each worker listens on port %d itself, the kernel spreads the connections", this.options.port);
       return true;
     } catch (error) {
-      this.#startupFailure = (error as Error).message;
+      this.#startupFailure = errorMessage(error);
       void this.stop("startup failed");
       return false;
     }
@@ -386,7 +371,7 @@ export class Supervisor {
       const unregister = registerSupervisor({ socket: resolvePath(path), cwd: process.cwd(), entry: this.options.entry });
       return { path, close: () => server.close().finally(unregister) };
     } catch (error) {
-      this.logger.warn("no control socket: %s", (error as Error).message);
+      this.logger.warn("no control socket: %s", errorMessage(error));
       return undefined;
     }
   }

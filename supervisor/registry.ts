@@ -1,8 +1,10 @@
 import { lstatSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { processRuns } from "../src/pid.js";
 import { controlSocketFolder, ensurePrivateFolder } from "./control-path.js";
 import { isListening, sendControl } from "./control-socket.js";
 import type { StatusReport } from "./status.js";
+import { errorMessage } from "../src/errors.js";
 
 /**
  * What a running supervisor leaves in the control folder (`<pid>.json`, 0600) so that `keelson ls`
@@ -60,7 +62,7 @@ export async function findSupervisors(env: NodeJS.ProcessEnv = process.env, time
 }
 
 async function probeRecord(record: SupervisorRecord, path: string, timeoutMs: number): Promise<FoundSupervisor> {
-  if (!alive(record.pid)) {
+  if (!processRuns(record.pid)) {
     removeFile(path);
     const removed = isSocket(record.socket) && !(await isListening(record.socket)) && removeFile(record.socket);
     return { state: "stale", pid: record.pid, socket: record.socket, removed };
@@ -68,7 +70,7 @@ async function probeRecord(record: SupervisorRecord, path: string, timeoutMs: nu
   try {
     return { state: "running", pid: record.pid, socket: record.socket, status: await askStatus(record.socket, timeoutMs) };
   } catch (error) {
-    return { state: "unreachable", pid: record.pid, socket: record.socket, cwd: record.cwd, entry: record.entry, error: (error as Error).message };
+    return { state: "unreachable", pid: record.pid, socket: record.socket, cwd: record.cwd, entry: record.entry, error: errorMessage(error) };
   }
 }
 
@@ -85,15 +87,6 @@ function readRecord(path: string): SupervisorRecord[] {
     return [{ pid: record.pid, socket: record.socket, cwd: String(record.cwd ?? ""), entry: String(record.entry ?? "") }];
   } catch {
     return [];
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 

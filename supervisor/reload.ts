@@ -1,6 +1,7 @@
 import type { Logger } from "../src/logging/logger.js";
 import type { WorkerHandle, WorkerExit } from "./worker-handle.js";
 import type { Slot, WorkerPool } from "./worker-pool.js";
+import { errorMessage } from "../src/errors.js";
 
 /** The outcome of a rolling reload. */
 export interface ReloadReport {
@@ -78,7 +79,7 @@ async function replaceSlot(host: ReloadHost, slot: Slot, what: string): Promise<
     if (replacement.exit === undefined) replacement.kill(`${what}: replacement not ready`);
     await replacement.exited;
     if (host.stopping()) return { error: "the supervisor is stopping" };
-    return { error: `replacement ${replacement.name} for ${old.name}: ${(error as Error).message}; keeping the old worker` };
+    return { error: `replacement ${replacement.name} for ${old.name}: ${errorMessage(error)}; keeping the old worker` };
   }
   if (host.stopping()) return { error: "the supervisor is stopping" };
   const restarted = slot.current;

@@ -1,4 +1,4 @@
-import { Channel, type WorkerMessages } from "../src/cluster/ipc.js";
+import { Channel, workerDraining, workerFailed, workerHeartbeat, workerReady, type WorkerMessages } from "../src/cluster/ipc.js";
 import type { FeatureWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
 import type { Logger } from "../src/logging/logger.js";
 import type { Clock } from "./clock.js";
@@ -88,7 +88,7 @@ export class WorkerHandle implements FeatureWorker {
       });
     });
     this.ready = new Promise((resolve, reject) => {
-      this.channel.on("ready", (info) => {
+      this.channel.on(workerReady, (info) => {
         if (this.state !== "starting") return;
         this.info = info;
         this.readyAt = this.lastBeat = this.#clock.now();
@@ -99,9 +99,9 @@ export class WorkerHandle implements FeatureWorker {
       void this.exited.then(() => reject(new Error(`exited ${this.describeEnd()}`)));
     });
     this.ready.catch(() => {});
-    this.channel.on("heartbeat", () => (this.lastBeat = this.#clock.now()));
-    this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
-    this.channel.on("draining", ({ reason }) => this.#drainingOnItsOwn(reason));
+    this.channel.on(workerHeartbeat, () => (this.lastBeat = this.#clock.now()));
+    this.channel.on(workerFailed, ({ reason }) => (this.failure ??= reason));
+    this.channel.on(workerDraining, ({ reason }) => this.#drainingOnItsOwn(reason));
     child.onError((error) => {
       this.#logger.warn("%s: IPC error: %s", this.name, error.message);
       // The fork itself failed (EMFILE, EAGAIN: out of descriptors or processes): its exit says so.

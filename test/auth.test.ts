@@ -199,6 +199,8 @@ describe("jwtAuth with public keys", () => {
   });
 });
 
+const hit = (limit: string) => limitHits().get(limit) ?? 0;
+
 describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
   let mode: "junk" | "fail" | "ok" = "junk";
   let connections = 0;
@@ -239,7 +241,6 @@ describe("jwtAuth with a hostile or broken JWKS endpoint", () => {
     const app = new App({ port: 0 });
     app.route(get("/me", () => ({})).use(jwtAuth({ jwksUrl: url, jwks: { maxBytes: 64 * 1024, timeoutDuration: 10_000, failureBackoff: 60_000 } })));
     const token = await signWith(pair.privateKey, "ES256", { sub: "ada" }, "k");
-    const hit = (limit: string) => limitHits().get(limit) ?? 0;
     const [bytesBefore, backoffBefore] = [hit("jwks_bytes"), hit("jwks_backoff")];
     const started = performance.now();
     const first = await app.request("/me", { headers: bearer(token) });

@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from "node:crypto";
 import type { Middleware } from "h3";
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type FetchImplementation, type JWK, type JWTPayload, type JWTVerifyGetKey } from "jose";
-import { createError } from "../errors.js";
+import { errorMessage, createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareResponseDoc } from "../http/middleware-contract.js";
 import { checkCacheOptions, freezeClaims, VerifiedTokens, type JwtCacheOptions } from "./verified-tokens.js";
@@ -62,7 +62,7 @@ const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 /** The JWKS could not be fetched or read: the token may be fine, so this is the service's failure, not the client's. */
 class KeySourceError extends Error {
   constructor(cause: unknown) {
-    super(`the JWKS could not be read: ${(cause as Error)?.message ?? String(cause)}`, { cause });
+    super(`the JWKS could not be read: ${errorMessage(cause)}`, { cause });
   }
 }
 
@@ -83,7 +83,7 @@ function keyOf(options: JwtAuthOptions, keysChanged: () => void): { key: Uint8Ar
       const pub = options.publicKey;
       key = typeof pub === "string" ? createPublicKey(pub) : "asymmetricKeyType" in pub ? pub as KeyObject : createPublicKey({ key: pub as JWK & Record<string, unknown>, format: "jwk" });
     } catch (error) {
-      throw new TypeError(`jwtAuth: publicKey is not a public key (PEM, JWK or KeyObject): ${(error as Error).message}`, { cause: error });
+      throw new TypeError(`jwtAuth: publicKey is not a public key (PEM, JWK or KeyObject): ${errorMessage(error)}`, { cause: error });
     }
     if (key.type !== "public") throw new TypeError(`jwtAuth: publicKey must be a public key, got a ${key.type} key`);
     return { key, algorithms: ASYMMETRIC };
@@ -154,7 +154,7 @@ function boundedFetch(maxBytes: number, backoffMs: number): FetchImplementation 
       return new Response(text, { status: 200, headers: { "content-type": "application/json" } });
     } catch (error) {
       failures++;
-      last = (error as Error)?.message ?? String(error);
+      last = errorMessage(error);
       retryAt = Date.now() + Math.min(Math.max(MAX_FAILURE_BACKOFF_MS, backoffMs), backoffMs * 2 ** (failures - 1));
       throw error;
     }

@@ -67,3 +67,36 @@ export interface FeatureHost {
    */
   excuseCrashes?(judge: (worker: FeatureWorker) => string | undefined): void;
 }
+
+/** A `keelson start` flag of a cluster feature: it takes a value (`--name VALUE`). */
+export interface FeatureFlag {
+  /** Without the dashes: `metrics-port`. */
+  readonly name: string;
+  /** Its entry in `keelson start --help`, from the flag on (the indent is added). */
+  readonly usage: string;
+}
+
+/**
+ * What a cluster feature with options adds to the supervisor's options, to `keelson start` (flags,
+ * environment variables) and to `keelson status` (a line). Kept apart from the feature's primary
+ * side, so the CLI reads it without loading that before it forks the workers.
+ */
+/** What the supervisor resolved of the service itself, for the features whose defaults follow it. */
+export interface ServiceSettings {
+  /** The service's address (`host`, `--host`, `HOST`); undefined: every interface. */
+  readonly host: string | undefined;
+}
+
+export interface FeatureSettings<Options extends object, Resolved extends object> {
+  /** Its section of the status report (FeatureHost.addStatus). */
+  readonly name: string;
+  readonly flags: readonly FeatureFlag[];
+  /** The variables it reads, for the help's `Environment:` line. */
+  readonly env: readonly string[];
+  /** Its options from the command line (`values` by flag name) and the environment; a bad value throws naming the flag or variable. */
+  fromCli(values: Readonly<Record<string, string | undefined>>, env: NodeJS.ProcessEnv): Options;
+  /** Its options with their defaults applied and checked: part of the ResolvedSupervisorOptions. */
+  resolve(options: Options, env: NodeJS.ProcessEnv, service: ServiceSettings): Resolved;
+  /** Its line of `keelson status`, from its section of the report; undefined for none. */
+  statusLine?(section: unknown): string | undefined;
+}

@@ -1,32 +1,12 @@
+import { errorMessage } from "../errors.js";
 /**
  * The one IPC protocol between the supervisor (primary) and its workers. Every message is an
  * envelope `{ keelson: 1, type, id?, replyTo?, payload }`; anything else on the channel (user
  * messages) is ignored. Requests carry `id`; the answer carries `replyTo` with the same number.
- * The core's own types are below; integrations register theirs (`defineIpcMessage`,
- * `defineIpcRequest`) in their own files, like node:cluster's internal messages share one
- * envelope whatever they carry.
+ * Every type is declared the same way, as a value made by `defineIpcMessage` / `defineIpcRequest`:
+ * the core's own (ready, heartbeat, draining, failed, shutdown) below, the features' in their own
+ * files, like node:cluster's internal messages share one envelope whatever they carry.
  */
-
-/** Messages a worker sends, by type → payload. */
-export interface WorkerMessages {
-  /**
-   * The App is listening: the worker counts as ready. `url` and `docsUrl` feed the supervisor's
-   * summary line; `shutdownTimeout` is the App's budget, after which (plus a margin) it is killed.
-   */
-  ready: { pid: number; port: number; url: string; docsUrl?: string; shutdownTimeout: number };
-  /** Sent on an interval from the event loop: a missing beat means a blocked loop. */
-  heartbeat: { at: number };
-  /** The worker began draining (signal or close()). */
-  draining: { reason: string };
-  /** The worker is about to die of this, in one line: its App could not start, or an uncaught error. */
-  failed: { reason: string };
-}
-
-/** Messages the primary sends, by type → payload. */
-export interface PrimaryMessages {
-  /** Drain and exit (used where a signal cannot be sent). */
-  shutdown: { reason: string };
-}
 
 /**
  * A message type an integration owns: a one-way `send`/`on` (`kind: "message"`) or a
@@ -62,11 +42,11 @@ function register(name: string, kind: "message" | "request"): void {
 }
 
 /**
- * Registers a one-way IPC message type of an integration. The core protocol (ready, heartbeat,
- * draining, shutdown) stays in `WorkerMessages`/`PrimaryMessages`; everything an integration
+ * Registers a one-way IPC message type of an integration. The core protocol (`workerReady`, …
+ * below) is declared the same way under its bare names; everything an integration
  * adds (metrics, later jobs, rate limits, status) is declared in the integration's own file with
  * this and `defineIpcRequest`, and handled on each side with the Channel (worker side:
- * `getPrimaryChannel()`; primary side: `supervisor.handle()`/`supervisor.onMessage()` for every
+ * `getPrimaryChannel()`; primary side: the FeatureHost's `handle()`/`onMessage()` for every
  * worker, or `worker.channel`). Names are `"<integration>:<name>"`, so integrations cannot
  * collide with the core or with each other.
  *
@@ -76,7 +56,7 @@ function register(name: string, kind: "message" | "request"): void {
  * // worker
  * getPrimaryChannel()?.send(jobDone, { id, ms });
  * // primary
- * supervisor.onMessage(jobDone, ({ id, ms }, worker) => record(worker.id, id, ms));
+ * host.onMessage(jobDone, ({ id, ms }, worker) => record(worker.id, id, ms));
  */
 export function defineIpcMessage<Payload>(name: string): IpcMessageType<Payload> {
   register(name, "message");
@@ -98,6 +78,41 @@ export function defineIpcMessage<Payload>(name: string): IpcMessageType<Payload>
 export function defineIpcRequest<Payload, Reply>(name: string): IpcRequestType<Payload, Reply> {
   register(name, "request");
   return Object.freeze({ kind: "request", name });
+}
+
+/** The core protocol's types: declared like an integration's, named without a prefix (no integration can take one). */
+function defineCoreMessage<Payload>(name: string): IpcMessageType<Payload> {
+  registered.set(name, "message");
+  return Object.freeze({ kind: "message", name });
+}
+
+/**
+ * Worker → primary: the App is listening, the worker counts as ready. `url` and `docsUrl` feed the
+ * supervisor's summary line; `shutdownTimeout` is the App's budget, after which (plus a margin) it is killed.
+ */
+export const workerReady = defineCoreMessage<{ pid: number; port: number; url: string; docsUrl?: string; shutdownTimeout: number }>("ready");
+/** Worker → primary, on an interval from the event loop: a missing beat means a blocked loop. */
+export const workerHeartbeat = defineCoreMessage<{ at: number }>("heartbeat");
+/** Worker → primary: it began draining (signal or close()). */
+export const workerDraining = defineCoreMessage<{ reason: string }>("draining");
+/** Worker → primary: it is about to die of this, in one line: its App could not start, or an uncaught error. */
+export const workerFailed = defineCoreMessage<{ reason: string }>("failed");
+/** Primary → worker: drain and exit (where a signal cannot be sent). */
+export const primaryShutdown = defineCoreMessage<{ reason: string }>("shutdown");
+
+type PayloadOf<T> = T extends IpcMessageType<infer P> ? P : never;
+
+/** The core messages a worker sends, by name → payload: the types above, which a Channel also accepts by name. */
+export interface WorkerMessages {
+  ready: PayloadOf<typeof workerReady>;
+  heartbeat: PayloadOf<typeof workerHeartbeat>;
+  draining: PayloadOf<typeof workerDraining>;
+  failed: PayloadOf<typeof workerFailed>;
+}
+
+/** The core messages the primary sends, by name → payload. */
+export interface PrimaryMessages {
+  shutdown: PayloadOf<typeof primaryShutdown>;
 }
 
 /** A handler of a request type: its value (or rejection) is the reply. */
@@ -148,14 +163,14 @@ export class Channel<Out extends object, In extends object> {
     endpoint.on("message", this.#onMessage);
   }
 
-  /** Sends a one-way message (a core type, or an integration's); false when the channel is closed (never throws). */
+  /** Sends a one-way message (a core type such as `workerReady`, or an integration's; a core type also by its name); false when the channel is closed (never throws). */
   send<T extends keyof Out & string>(type: T, payload: Out[T]): boolean;
   send<P>(type: IpcMessageType<P>, payload: P): boolean;
   send(type: string | IpcMessageType<unknown>, payload: unknown): boolean {
     return this.#post({ keelson: 1, type: typeName(type), payload });
   }
 
-  /** Listens to a one-way message type (a core type, or an integration's); returns the undo. */
+  /** Listens to a one-way message type (a core type, or an integration's; a core type also by its name); returns the undo. */
   on<T extends keyof In & string>(type: T, listener: (payload: In[T]) => void): () => void;
   on<P>(type: IpcMessageType<P>, listener: (payload: P) => void): () => void;
   on(type: string | IpcMessageType<unknown>, listener: (payload: never) => void): () => void {
@@ -236,7 +251,7 @@ export class Channel<Out extends object, In extends object> {
     try {
       this.#post({ keelson: 1, type, replyTo: id, payload: await handler(payload) });
     } catch (error) {
-      this.#post({ keelson: 1, type, replyTo: id, error: error instanceof Error ? error.message : String(error) });
+      this.#post({ keelson: 1, type, replyTo: id, error: errorMessage(error) });
     }
   }
 }

@@ -1,7 +1,10 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
-import { Channel, type Endpoint, type Envelope, type PrimaryChannel } from "./ipc.js";
+import { errorMessage } from "../errors.js";
+import {
+  Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, type Endpoint, type Envelope, type PrimaryChannel,
+} from "./ipc.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
 /**
@@ -79,7 +82,7 @@ let failureReported = false;
 export function reportWorkerFailure(error: unknown): void {
   if (failureReported || !cluster.isWorker) return;
   failureReported = true;
-  clusterChannel()?.send("failed", { reason: describeFailure(error) });
+  clusterChannel()?.send(workerFailed, { reason: describeFailure(error) });
 }
 
 /** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
@@ -89,7 +92,7 @@ function describeFailure(error: unknown): string {
     const code = (error as NodeJS.ErrnoException).code;
     const label = typeof code === "string" ? `${error.name} [${code}]` : error.name === "Error" ? "" : error.name;
     text = label === "" ? error.message : `${label}: ${error.message}`;
-  } else text = String(error);
+  } else text = errorMessage(error);
   return text.replace(/\s*\n\s*/g, " ").slice(0, 1000);
 }
 
@@ -111,7 +114,7 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   worker.exitedAfterDisconnect = true;
   let draining = false;
   const drain = (reason: string, exitAfter: boolean) => {
-    if (!draining) primary.send("draining", { reason });
+    if (!draining) primary.send(workerDraining, { reason });
     draining = true;
     if (!exitAfter) return;
     void app.shutdown(reason).then((report) => {
@@ -130,12 +133,12 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   for (const signal of SIGNALS) process.on(signal, onSignal);
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
-  const offShutdown = primary.on("shutdown", ({ reason }) => drain(reason, true));
+  const offShutdown = primary.on(primaryShutdown, ({ reason }) => drain(reason, true));
   const period = heartbeatInterval();
-  const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), period);
+  const beat = setInterval(() => primary.send(workerHeartbeat, { at: Date.now() }), period);
   beat.unref();
   const stopStats = reportWorkerStats(primary, app.load, period);
-  primary.send("ready", {
+  primary.send(workerReady, {
     pid: process.pid, port: app.port, url: app.url, docsUrl: app.docsUrl, shutdownTimeout: app.shutdownTimeout,
   });
   if (!process.connected) onDisconnect();

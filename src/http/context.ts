@@ -60,17 +60,17 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   /** Path parameters, URL-decoded (validated when the route has a `params` schema). */
   readonly params: P;
   readonly #body: B | NotJSONBody;
-  private readonly services: ContextServices;
-  private parsedQuery: Q | undefined;
-  private language: string | undefined;
+  readonly #services: ContextServices;
+  #parsedQuery: Q | undefined;
+  #language: string | undefined;
 
   constructor(event: H3Event, services: ContextServices, params: P, query: Q | undefined, body: B | NotJSONBody) {
     this.event = event;
-    this.services = services;
+    this.#services = services;
     this.params = params;
-    this.parsedQuery = query;
+    this.#parsedQuery = query;
     this.#body = body;
-    this.language = undefined;
+    this.#language = undefined;
   }
 
   /**
@@ -86,7 +86,7 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
 
   /** Query parameters (coerced and validated when the route has a `query` schema). */
   get query(): Q {
-    return (this.parsedQuery ??= readQuery(this.event) as Q);
+    return (this.#parsedQuery ??= readQuery(this.event) as Q);
   }
 
   /**
@@ -99,8 +99,8 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
    */
   get logger(): RequestLogger {
     const state = this.event.context.keelson;
-    if (state !== undefined) return state.logger(this.services.logger);
-    const base = this.services.logger;
+    if (state !== undefined) return state.logger(this.#services.logger);
+    const base = this.#services.logger;
     return RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, "");
   }
 
@@ -116,15 +116,15 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
 
   /** The request's language: Accept-Language matched against the translator's languages. */
   get lang(): string {
-    return (this.language ??= negotiateLanguage(
+    return (this.#language ??= negotiateLanguage(
       this.event.req.headers.get("accept-language"),
-      this.services.translator?.languages,
+      this.#services.translator?.languages,
     ));
   }
 
   /** Translates `key` into `ctx.lang`; without a translator, returns the key. */
   t(key: string, ...args: unknown[]): string {
-    const translator = this.services.translator;
+    const translator = this.#services.translator;
     return translator ? translator.translate(this.lang, key, ...args) : key;
   }
 
@@ -143,21 +143,21 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
 
   /** The request's server span (a no-op span unless a tracer is set). */
   get span(): Span {
-    return this.event.context.keelson?.span ?? this.services.tracer.startSpan("noop");
+    return this.event.context.keelson?.span ?? this.#services.tracer.startSpan("noop");
   }
 
   /** @internal The App's logger, for stream routes whose lines outlive the request's head. */
   get appLogger(): Logger {
-    return this.services.logger;
+    return this.#services.logger;
   }
 
   /** @internal The App's open event streams and WebSockets (for stream routes). */
   get openStreams(): OpenStreams {
-    return this.services.streams;
+    return this.#services.streams;
   }
 
   /** Starts a child span of the request's span; call `end()` on it. */
   startSpan(name: string): Span {
-    return this.services.tracer.startSpan(name, { parent: this.span });
+    return this.#services.tracer.startSpan(name, { parent: this.span });
   }
 }

@@ -6,7 +6,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type busboy from "busboy";
 import type { H3Event } from "h3";
-import { createError, type KError } from "../errors.js";
+import { errorMessage, createError, type KError } from "../errors.js";
+import { lazyImport } from "../lazy-package.js";
 import { bodyIncomplete } from "./body.js";
 import { countStorageFailure, makeUploadFolder, registerUploadParent, removeUploadFolder } from "./upload-folders.js";
 
@@ -127,13 +128,9 @@ export function readFormBody(event: H3Event, limits: ResolvedFormLimits): Promis
   return loadBusboy().then((parse) => parseForm(parse, source, type, limits));
 }
 
-let busboyModule: Promise<typeof busboy> | undefined;
-
 /** busboy is loaded by the first form body, not at start-up: most services never read one. */
-function loadBusboy(): Promise<typeof busboy> {
-  // A CommonJS module: its export is the default of the ES namespace.
-  return (busboyModule ??= import("busboy").then((module) => (module as unknown as { default: typeof busboy }).default));
-}
+// A CommonJS module: its export is the default of the ES namespace.
+const loadBusboy = lazyImport("busboy", async () => ((await import("busboy")) as unknown as { default: typeof busboy }).default);
 
 function parseForm(parse: typeof busboy, source: Readable, type: string, limits: ResolvedFormLimits): Promise<ReadForm> {
   return new Promise<ReadForm>((resolve, reject) => {
@@ -167,7 +164,7 @@ function parseForm(parse: typeof busboy, source: Readable, type: string, limits:
         limits: { fileSize: limits.fileSize, files: limits.files, fields: limits.fields, fieldSize: limits.fieldSize, fieldNameSize: FIELD_NAME_BYTES },
       });
     } catch (error) {
-      reject(createError("BAD_REQUEST", `Malformed form body: ${(error as Error).message}`, error));
+      reject(createError("BAD_REQUEST", `Malformed form body: ${errorMessage(error)}`, error));
       return;
     }
 

@@ -1,5 +1,6 @@
 import type { MetricsCollector } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
+import { errorMessage } from "../errors.js";
 
 /** How long the application's last message (`onShutdown`, a WebSocket's `shutdown`) is awaited at the drain. */
 export const LAST_WORDS_MS = 1000;
@@ -17,7 +18,7 @@ export async function lastWords(hook: (() => void | Promise<void>) | undefined, 
       new Promise((resolve) => (timer = setTimeout(resolve, LAST_WORDS_MS))),
     ]);
   } catch (error) {
-    logger.warn("%s failed: %s", what, (error as Error)?.message ?? String(error));
+    logger.warn("%s failed: %s", what, errorMessage(error));
   } finally {
     clearTimeout(timer);
   }
@@ -82,7 +83,7 @@ export class OpenStreams {
     const sse = open.filter((c) => c.kind === "sse").length;
     this.#logger.info("ending %d event stream(s) and %d WebSocket(s): final event, close frame 1001", sse, open.length - sse);
     await Promise.all(open.map((connection) => connection.end(reason, graceMs).catch((error: unknown) => {
-      this.#logger.warn("ending a %s on %s failed: %s", connection.kind, connection.route, (error as Error)?.message ?? String(error));
+      this.#logger.warn("ending a %s on %s failed: %s", connection.kind, connection.route, errorMessage(error));
     })));
   }
 

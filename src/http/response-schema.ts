@@ -2,6 +2,7 @@ import type { StandardSchemaV1 } from "@standard-schema/spec";
 import { readJSONSchema } from "./json-schema.js";
 import type { ResponseDoc, Route } from "./route.js";
 import { lazyPackage } from "../lazy-package.js";
+import { errorMessage } from "../errors.js";
 
 type FastJSONStringify = (typeof import("fast-json-stringify"))["default"];
 
@@ -77,7 +78,7 @@ function serializerFor(schema: StandardSchemaV1, where: string, check: boolean):
     try {
       return write!(value);
     } catch (error) {
-      throw new ResponseContractError(where, (error as Error).message);
+      throw new ResponseContractError(where, errorMessage(error));
     }
   };
   return function writeResponse(value) {

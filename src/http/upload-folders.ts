@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
+import { processRuns } from "../pid.js";
 
 /**
  * The temporary folders of form uploads (docs/validation-and-docs.md, "Where uploads go"). A
@@ -78,16 +79,6 @@ function removeLiveFolders(): void {
   live.clear();
 }
 
-/** Whether a process of this machine runs under `pid`: EPERM means it runs, as another user. */
-function running(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
-
 /**
  * Removes, from every registered parent, the upload folders of this machine's processes that no
  * longer run, and this process's own folders it does not know (left by an earlier process that had
@@ -102,7 +93,7 @@ export async function sweepUploadFolders(): Promise<{ removed: number; parents: 
       const pid = Number(/^(\d+)-/.exec(name.slice(OURS.length))?.[1]);
       if (!Number.isSafeInteger(pid) || pid <= 0) continue;
       const dir = join(parent, name);
-      if (pid === process.pid ? live.has(dir) || making > 0 : running(pid)) continue;
+      if (pid === process.pid ? live.has(dir) || making > 0 : processRuns(pid)) continue;
       await rm(dir, { recursive: true, force: true }).then(() => removed++, () => {});
     }
   }

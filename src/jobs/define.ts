@@ -1,6 +1,7 @@
 import type { Cron as CronClass } from "croner";
 import type { RequestLogger } from "../logging/request-logger.js";
 import { lazyPackage } from "../lazy-package.js";
+import { errorMessage } from "../errors.js";
 
 /** Where a job runs under the supervisor: on one worker per tick, or on every worker. */
 export type JobRunOn = "one" | "each";
@@ -159,7 +160,7 @@ export function defineJob(options: JobOptions): Job {
     nextTick = tickClock({ name, cron, every, timezone });
     nextTick(new Date());
   } catch (error) {
-    throw new Error(`job ${name}: invalid cron pattern or timezone: ${(error as Error).message}`, { cause: error });
+    throw new Error(`job ${name}: invalid cron pattern or timezone: ${errorMessage(error)}`, { cause: error });
   }
   return Object.freeze({ ...options, runOn, nextTick });
 }

@@ -3,6 +3,7 @@ import { DEFAULT_CRASH_RETRIES, tickClock, type JobSpec } from "./define.js";
 import { jobsCrashed, jobsDone, jobsRegister, jobsRun } from "./ipc.js";
 import type { FeatureHost, FeatureWorker } from "../cluster/feature-host.js";
 import type { Logger } from "../logging/logger.js";
+import { errorMessage } from "../errors.js";
 
 /** What the dispatcher needs from the primary: its workers, and a say in which deaths the crash-loop breaker counts. */
 export type JobsHost = Pick<FeatureHost, "onWorker" | "excuseCrashes">;
@@ -114,7 +115,7 @@ export class JobDispatcher {
     try {
       nextTick = tickClock(spec);
     } catch (error) {
-      this.#logger.logError("job %s: its schedule is invalid: %s", spec.name, (error as Error).message);
+      this.#logger.logError("job %s: its schedule is invalid: %s", spec.name, errorMessage(error));
       nextTick = () => new Date(8.64e15);
     }
     return this.#startClock(nextTick, (at) => {

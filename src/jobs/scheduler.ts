@@ -9,6 +9,7 @@ import { TickClock } from "./clock.js";
 import { jobSpec, type Job, type JobSpec, type JobStore } from "./define.js";
 import { jobsCrashed, jobsDone, jobsRegister, jobsRun } from "./ipc.js";
 import { keepLease, renewEveryMs } from "./lease.js";
+import { errorMessage } from "../errors.js";
 
 /** What the scheduler needs from its App. */
 export interface JobHost {
@@ -222,7 +223,7 @@ export class JobScheduler implements Scheduler {
       }
     } catch (error) {
       this.#host.logger.logError("job %s: tick %s could not be marked finished (%s): it runs again when its lease runs out", job.name, tick,
-        (error as Error)?.message ?? String(error));
+        errorMessage(error));
     } finally {
       clearTimeout(timer);
     }
@@ -259,7 +260,7 @@ export class JobScheduler implements Scheduler {
           }
         } while (state.again && !this.#stopped);
       } catch (error) {
-        if (!this.#stopped) this.#host.logger.warn("job %s: looking for ticks whose lease ran out failed: %s", job.name, (error as Error)?.message ?? String(error));
+        if (!this.#stopped) this.#host.logger.warn("job %s: looking for ticks whose lease ran out failed: %s", job.name, errorMessage(error));
       } finally {
         state.running = false;
       }

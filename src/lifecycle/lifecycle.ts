@@ -2,10 +2,12 @@ import type { IncomingMessage, Server as NodeServer } from "node:http";
 import type { Duplex } from "node:stream";
 import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
+import { PORT_RULE, checkNumber } from "../checks.js";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
 import type { OpenStreams } from "../http/open-streams.js";
+import { errorMessage } from "../errors.js";
 
 /** A shutdown hook that takes this share of `shutdownTimeout` or more is logged with its duration. */
 const SLOW_HOOK_SHARE = 0.1;
@@ -63,8 +65,9 @@ const DRAIN_SHARE = 0.5;
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
+/** A hook's failure with its stack, where it has one. */
 function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+  return error instanceof Error && error.stack !== undefined ? error.stack : errorMessage(error);
 }
 
 function isWebSocketUpgrade(request: IncomingMessage): boolean {
@@ -120,9 +123,7 @@ export class Lifecycle {
   }
 
   async #bind(fetch: ServerHandler, port: number, host: string | undefined, reusePort: boolean): Promise<string> {
-    if (!Number.isInteger(port) || port < 0 || port > 65535) {
-      throw new Error(`invalid port ${String(port)}: expected an integer from 0 to 65535`);
-    }
+    checkNumber(port, "port", PORT_RULE);
     // exclusive: false lets cluster workers share the primary's handle (round-robin); with reusePort
     // each worker has a listener of its own (node makes it exclusive); gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
@@ -148,7 +149,7 @@ export class Lifecycle {
       const where = host ? `${host}:${port}` : `port ${port}`;
       if (code === "EADDRINUSE") throw new Error(`${where} is already in use (EADDRINUSE)`, { cause: error });
       if (code === "EACCES") throw new Error(`no permission to listen on ${where} (EACCES)`, { cause: error });
-      throw new Error(`cannot listen on ${where}: ${(error as Error).message}`, { cause: error });
+      throw new Error(`cannot listen on ${where}: ${errorMessage(error)}`, { cause: error });
     }
     this.server = server;
     this.state = "serving";

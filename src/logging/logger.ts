@@ -76,8 +76,8 @@ export class Logger {
   readonly debugEnabled: boolean;
   /** @internal The level's rank, read on every line. */
   readonly threshold: number;
-  private readonly sink: Sink;
-  private readonly json: boolean;
+  readonly #sink: Sink;
+  readonly #json: boolean;
 
   constructor(options: LoggerOptions) {
     this.isProduction = options.isProduction;
@@ -85,24 +85,24 @@ export class Logger {
     this.level = options.level === undefined ? defaultLogLevel(options.isProduction) : parseLogLevel(options.level, "level");
     this.threshold = levelRank(this.level);
     this.debugEnabled = this.threshold <= RANK_DEBUG;
-    this.sink = sinkFor(options.output ?? 1);
-    this.json = this.format === LogFormatJSON;
-    this.sink.reportDropsWith((message) => this.line(WARN, message));
+    this.#sink = sinkFor(options.output ?? 1);
+    this.#json = this.format === LogFormatJSON;
+    this.#sink.reportDropsWith((message) => this.#line(WARN, message));
   }
 
   /** Logs at info level (unless the level is above info). */
   info(format: string, ...args: unknown[]): void {
-    if (this.threshold <= RANK_INFO) this.log(INFO, formatMessage(format, args));
+    if (this.threshold <= RANK_INFO) this.#log(INFO, formatMessage(format, args));
   }
 
   /** Logs at debug level; a no-op (without formatting) when debug is disabled. */
   debug(format: string, ...args: unknown[]): void {
-    if (this.debugEnabled) this.log(DEBUG, formatMessage(format, args));
+    if (this.debugEnabled) this.#log(DEBUG, formatMessage(format, args));
   }
 
   /** Logs at warn level (unless the level is `error`). */
   warn(format: string, ...args: unknown[]): void {
-    if (this.threshold <= RANK_WARN) this.log(WARN, formatMessage(format, args));
+    if (this.threshold <= RANK_WARN) this.#log(WARN, formatMessage(format, args));
   }
 
   /**
@@ -115,14 +115,14 @@ export class Logger {
    * if (!process.env.DATABASE_URL) app.logger.error("DATABASE_URL is not set"); // exits with code 1
    */
   error(format: string, ...args: unknown[]): never {
-    this.log(ERROR, formatMessage(format, args));
+    this.#log(ERROR, formatMessage(format, args));
     flushAllLoggers();
     process.exit(1);
   }
 
   /** Logs at error level WITHOUT terminating (used by the framework for 5xx request lines and recovered panics). */
   logError(format: string, ...args: unknown[]): void {
-    this.log(ERROR, formatMessage(format, args));
+    this.#log(ERROR, formatMessage(format, args));
   }
 
   /**
@@ -136,24 +136,24 @@ export class Logger {
     // Integer or nothing: NaN or a fraction would make the JSON line invalid or odd.
     const code = Number.isInteger(status) ? status : 0;
     const duration = formatDuration(entry.durationMs);
-    if (!this.json) {
+    if (!this.#json) {
       const target = escapeText(entry.method + " " + entry.path);
       let ids = "";
       if (entry.requestId !== undefined) ids += " request_id=" + escapeText(entry.requestId);
       if (entry.traceId !== undefined) ids += " trace_id=" + escapeText(entry.traceId);
-      this.sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}${ids}\n`);
+      this.#sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}${ids}\n`);
       return;
     }
     // Cached parts, not JSON.stringify of an object: this runs once per request.
     const line = level.head.read(Date.now()) + methodPart(entry.method) + jsonString(entry.path) + statusPart(code) + duration;
     if (entry.requestId === undefined && entry.traceId === undefined) {
-      this.sink.write(line + '"}\n');
+      this.#sink.write(line + '"}\n');
       return;
     }
     let ids = '"';
     if (entry.requestId !== undefined) ids += `,"request_id":${jsonString(entry.requestId)}`;
     if (entry.traceId !== undefined) ids += `,"trace_id":${jsonString(entry.traceId)}`;
-    this.sink.write(line + ids + "}\n");
+    this.#sink.write(line + ids + "}\n");
   }
 
   /** Returns a new Logger with the same settings (level included) writing to `writer`; the original is unchanged. */
@@ -168,8 +168,8 @@ export class Logger {
   writeWithFields(rank: number, message: string, fields: string): void {
     const level = BY_RANK[rank] ?? ERROR;
     const now = Date.now();
-    this.sink.write(
-      this.json
+    this.#sink.write(
+      this.#json
         ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}${fields}}\n`
         : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}${fields}\n`,
     );
@@ -177,16 +177,16 @@ export class Logger {
 
   /** Synchronously writes out everything buffered by this logger (and by others sharing its output). */
   flush(): void {
-    this.sink.flush();
+    this.#sink.flush();
   }
 
-  private log(level: Level, message: string): void {
-    this.sink.write(this.line(level, message));
+  #log(level: Level, message: string): void {
+    this.#sink.write(this.#line(level, message));
   }
 
-  private line(level: Level, message: string): string {
+  #line(level: Level, message: string): string {
     const now = Date.now();
-    return this.json
+    return this.#json
       ? `{"level":"${level.name}","time":"${isoTime(now)}"${jsonOrigin},"message":${jsonString(message)}}\n`
       : `${level.tag}${textTime(now)}${textOrigin} ${escapeText(message)}\n`;
   }

@@ -65,30 +65,33 @@ export type DropReporter = (message: string) => string;
 
 /** One output target and the lines waiting to be written to it. */
 export class Sink {
-  private buffer = "";
+  #buffer = "";
   // Set on EPIPE: the reader is gone for good, so later lines are dropped unformatted.
-  private closed = false;
+  #closed = false;
   // Bytes the descriptor refused (a full pipe), oldest first; the first may be a line's tail.
-  private backlog: Uint8Array[] = [];
-  private backlogBytes = 0;
+  #backlog: Uint8Array[] = [];
+  #backlogBytes = 0;
   // Lines dropped since the last report, and when the first of them was.
-  private dropped = 0;
-  private droppedSince = 0;
-  private retryTimer: NodeJS.Timeout | undefined;
-  private retryDelay = RETRY_FIRST_MS;
-  private reporter: DropReporter | undefined;
-  private drainWaiters: Array<() => void> = [];
+  #dropped = 0;
+  #droppedSince = 0;
+  #retryTimer: NodeJS.Timeout | undefined;
+  #retryDelay = RETRY_FIRST_MS;
+  #reporter: DropReporter | undefined;
+  #drainWaiters: Array<() => void> = [];
 
-  constructor(private output: LogOutput) {
+  #output: LogOutput;
+
+  constructor(output: LogOutput) {
+    this.#output = output;
     if (output === 1 || output === 2) makeNonBlocking(output);
   }
 
   /** Queues one complete line (with its trailing newline). */
   write(line: string): void {
-    if (this.closed) return;
-    if (this.buffer.length === 0) markPending(this);
-    this.buffer += line;
-    if (this.buffer.length >= FLUSH_THRESHOLD) this.flush();
+    if (this.#closed) return;
+    if (this.#buffer.length === 0) markPending(this);
+    this.#buffer += line;
+    if (this.#buffer.length >= FLUSH_THRESHOLD) this.flush();
   }
 
   /**
@@ -97,167 +100,167 @@ export class Sink {
    */
   writeBytes(bytes: Uint8Array): void {
     this.flush();
-    this.emit(bytes);
+    this.#emit(bytes);
   }
 
   /** Writes to `fd` from now on, the lines already queued included. */
   redirect(fd: number): void {
-    this.output = fd;
+    this.#output = fd;
   }
 
   /** The first logger on a sink decides how the "lines dropped" report is worded and formatted. */
   reportDropsWith(reporter: DropReporter): void {
-    this.reporter ??= reporter;
+    this.#reporter ??= reporter;
   }
 
   /** Synchronously writes out everything queued. Never throws. */
   flush(): void {
-    const chunk = this.buffer;
+    const chunk = this.#buffer;
     if (chunk.length === 0) return;
     // Cleared before writing so a writer that logs re-enters with a fresh buffer.
-    this.buffer = "";
+    this.#buffer = "";
     pending.delete(this);
-    this.emit(chunk);
+    this.#emit(chunk);
   }
 
   /** True while bytes wait for the descriptor's reader: a relay should stop reading its source. */
   get congested(): boolean {
-    return this.backlogBytes > 0;
+    return this.#backlogBytes > 0;
   }
 
   /** Calls `callback` once the backlog has gone out (or the reader is gone for good). */
   onceDrained(callback: () => void): void {
-    if (this.backlogBytes === 0) callback();
-    else this.drainWaiters.push(callback);
+    if (this.#backlogBytes === 0) callback();
+    else this.#drainWaiters.push(callback);
   }
 
-  private emit(chunk: string | Uint8Array): void {
-    if (this.closed) return;
-    if (typeof this.output === "number") {
+  #emit(chunk: string | Uint8Array): void {
+    if (this.#closed) return;
+    if (typeof this.#output === "number") {
       const bytes = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : chunk;
-      if (this.backlogBytes > 0) {
-        this.enqueue(bytes);
-        this.drain();
+      if (this.#backlogBytes > 0) {
+        this.#enqueue(bytes);
+        this.#drain();
         return;
       }
-      const { written, closed } = writeAvailable(this.output, bytes);
-      if (closed) this.readerGone(bytes);
+      const { written, closed } = writeAvailable(this.#output, bytes);
+      if (closed) this.#readerGone(bytes);
       // The rest of a chunk the descriptor took in part is kept whatever the limit: dropping the
       // tail of a line already half written would glue the next line onto it.
-      else if (written < bytes.length) this.hold(bytes.subarray(written));
+      else if (written < bytes.length) this.#hold(bytes.subarray(written));
       return;
     }
     try {
-      this.output.write(typeof chunk === "string" ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("utf8"));
+      this.#output.write(typeof chunk === "string" ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength).toString("utf8"));
     } catch {
       // A failing writer loses its own lines; it must not crash the code that logged.
     }
   }
 
   /** Keeps whole lines for the reader if the backlog has room, else drops and counts them. */
-  private enqueue(bytes: Uint8Array): void {
-    if (this.backlogBytes + bytes.length <= bufferLimit) {
-      this.hold(bytes);
+  #enqueue(bytes: Uint8Array): void {
+    if (this.#backlogBytes + bytes.length <= bufferLimit) {
+      this.#hold(bytes);
       return;
     }
     const lines = countLines(bytes);
-    if (this.dropped === 0) this.droppedSince = Date.now();
-    this.dropped += lines;
+    if (this.#dropped === 0) this.#droppedSince = Date.now();
+    this.#dropped += lines;
     droppedTotal += lines;
   }
 
-  private hold(bytes: Uint8Array): void {
+  #hold(bytes: Uint8Array): void {
     // A copy: a relayed chunk's memory belongs to its stream.
-    this.backlog.push(Uint8Array.from(bytes));
-    this.backlogBytes += bytes.length;
+    this.#backlog.push(Uint8Array.from(bytes));
+    this.#backlogBytes += bytes.length;
     backlogged.add(this);
-    this.scheduleRetry();
+    this.#scheduleRetry();
   }
 
   /** Writes as much of the backlog as the descriptor takes now; reports drops once it is empty. */
-  private drain(): void {
-    const before = this.backlogBytes;
-    while (this.backlog.length > 0 && typeof this.output === "number") {
-      const head = this.backlog[0] as Uint8Array;
-      const { written, closed } = writeAvailable(this.output, head);
+  #drain(): void {
+    const before = this.#backlogBytes;
+    while (this.#backlog.length > 0 && typeof this.#output === "number") {
+      const head = this.#backlog[0] as Uint8Array;
+      const { written, closed } = writeAvailable(this.#output, head);
       if (closed) {
-        const rest = [head.subarray(written), ...this.backlog.slice(1)];
-        this.clearBacklog();
-        for (const bytes of rest) this.readerGone(bytes);
+        const rest = [head.subarray(written), ...this.#backlog.slice(1)];
+        this.#clearBacklog();
+        for (const bytes of rest) this.#readerGone(bytes);
         return;
       }
-      this.backlogBytes -= written;
+      this.#backlogBytes -= written;
       if (written < head.length) {
-        this.backlog[0] = head.subarray(written);
-        if (this.backlogBytes < before) this.retryDelay = RETRY_FIRST_MS;
+        this.#backlog[0] = head.subarray(written);
+        if (this.#backlogBytes < before) this.#retryDelay = RETRY_FIRST_MS;
         return;
       }
-      this.backlog.shift();
+      this.#backlog.shift();
     }
-    this.clearBacklog();
-    if (this.dropped > 0) this.reportDrops();
-    this.wakeDrainWaiters();
+    this.#clearBacklog();
+    if (this.#dropped > 0) this.#reportDrops();
+    this.#wakeDrainWaiters();
   }
 
-  private wakeDrainWaiters(): void {
-    const waiters = this.drainWaiters;
-    this.drainWaiters = [];
+  #wakeDrainWaiters(): void {
+    const waiters = this.#drainWaiters;
+    this.#drainWaiters = [];
     for (const wake of waiters) wake();
   }
 
-  private reportDrops(): void {
-    const seconds = Math.max(0, Math.round((Date.now() - this.droppedSince) / 100) / 10);
-    const message = `${this.dropped} log line(s) dropped over ${seconds}s: the reader of this output (fd ${String(this.output)}) ` +
+  #reportDrops(): void {
+    const seconds = Math.max(0, Math.round((Date.now() - this.#droppedSince) / 100) / 10);
+    const message = `${this.#dropped} log line(s) dropped over ${seconds}s: the reader of this output (fd ${String(this.#output)}) ` +
       `did not keep up and the ${bufferLimit}-byte log buffer was full (KEELSON_LOG_BUFFER_BYTES)`;
-    this.dropped = 0;
-    const line = this.reporter?.(message) ?? `[WARN] keelson: ${message}\n`;
-    this.emit(line);
+    this.#dropped = 0;
+    const line = this.#reporter?.(message) ?? `[WARN] keelson: ${message}\n`;
+    this.#emit(line);
   }
 
-  private clearBacklog(): void {
-    this.backlog = [];
-    this.backlogBytes = 0;
+  #clearBacklog(): void {
+    this.#backlog = [];
+    this.#backlogBytes = 0;
     backlogged.delete(this);
-    clearTimeout(this.retryTimer);
-    this.retryTimer = undefined;
-    this.retryDelay = RETRY_FIRST_MS;
+    clearTimeout(this.#retryTimer);
+    this.#retryTimer = undefined;
+    this.#retryDelay = RETRY_FIRST_MS;
   }
 
-  private scheduleRetry(): void {
-    if (this.retryTimer !== undefined) return;
-    const delay = this.retryDelay;
-    this.retryTimer = setTimeout(() => {
-      this.retryTimer = undefined;
+  #scheduleRetry(): void {
+    if (this.#retryTimer !== undefined) return;
+    const delay = this.#retryDelay;
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
       // Doubled unless drain() sees progress and sets it back.
-      this.retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
-      this.drain();
-      if (this.backlogBytes > 0) this.scheduleRetry();
+      this.#retryDelay = Math.min(delay * 2, RETRY_MAX_MS);
+      this.#drain();
+      if (this.#backlogBytes > 0) this.#scheduleRetry();
     }, delay);
     // Lines waiting for a reader must not keep a finished process alive: the exit hook drains them.
-    this.retryTimer.unref();
+    this.#retryTimer.unref();
   }
 
   /** EPIPE: on to the fallback descriptor if there is one, else closed for good. */
-  private readerGone(bytes: Uint8Array): void {
-    const fallback = typeof this.output === "number" ? fallbackFds.get(this.output) : undefined;
-    if (typeof this.output === "number") fallbackFds.delete(this.output);
+  #readerGone(bytes: Uint8Array): void {
+    const fallback = typeof this.#output === "number" ? fallbackFds.get(this.#output) : undefined;
+    if (typeof this.#output === "number") fallbackFds.delete(this.#output);
     if (fallback === undefined) {
-      this.closed = true;
-      this.clearBacklog();
-      this.wakeDrainWaiters();
+      this.#closed = true;
+      this.#clearBacklog();
+      this.#wakeDrainWaiters();
       return;
     }
     // The chunk again, whole: part of it may be lost with the primary, duplicates are the lesser harm.
-    this.output = fallback;
-    this.emit(bytes);
+    this.#output = fallback;
+    this.#emit(bytes);
   }
 
   /** At exit: waits for the reader at most until `deadline` (performance.now()), then gives up. */
   drainUntil(deadline: number): void {
-    this.drain();
-    while (this.backlogBytes > 0 && performance.now() < deadline) {
+    this.#drain();
+    while (this.#backlogBytes > 0 && performance.now() < deadline) {
       Atomics.wait(sleepCell, 0, 0, 1);
-      this.drain();
+      this.#drain();
     }
   }
 }

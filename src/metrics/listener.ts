@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { createRequire } from "node:module";
 import type { AddressInfo } from "node:net";
+import { PORT_RULE, checkNumber } from "../checks.js";
 import { PROMETHEUS_CONTENT_TYPE } from "./metric-set.js";
 
 // Required, not imported: the first ESM import of node:http builds its module namespace, which reads
@@ -41,7 +42,7 @@ export interface MetricsListener {
 /** Opens the listener; rejects with a one-line reason (`port 9464 is already in use (EADDRINUSE)`). */
 export async function openMetricsListener(options: MetricsListenerOptions): Promise<MetricsListener> {
   const { port, host } = options;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid metrics port ${String(port)}: expected an integer from 0 to 65535`);
+  checkNumber(port, "metrics port", PORT_RULE);
   const path = options.path ?? "/metrics";
   const server = createServer((req, res) => {
     answer(req, res, path, options).catch(() => {

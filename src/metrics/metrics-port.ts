@@ -3,26 +3,14 @@ import type { FeatureHost, SupervisedWorker } from "../cluster/feature-host.js";
 import { metricsHello } from "./ipc.js";
 import type { MetricsListener } from "./listener.js";
 import type { ClusterMetrics } from "./primary.js";
+import type { MetricsPortSettings, MetricsPortState } from "./port-settings.js";
+import { errorMessage } from "../errors.js";
 
 /** What the metrics port needs from the primary; it closes once `finished` settles. */
 export interface MetricsPortHost extends Pick<FeatureHost, "logger" | "stopping" | "finished" | "fail"> {
   /** Shows where the metrics are served in `keelson status` (FeatureHost has it; a test host may not). */
   addStatus?: FeatureHost["addStatus"];
   onMessage<P>(type: IpcMessageType<P>, listener: (payload: P, worker: SupervisedWorker) => void): unknown;
-}
-
-/** Where the port listens: the supervisor's `metricsPort` (false: no port) and `metricsHost` options. */
-export interface MetricsPortSettings {
-  readonly metricsPort: number | false;
-  /** True when `metricsPort` is the default (nobody chose it): taken, a free port is used instead. */
-  readonly metricsPortIsDefault?: boolean;
-  readonly metricsHost: string | undefined;
-}
-
-/** Where the cluster-wide metrics are served (for `keelson status`); `note` says why not on the port asked. */
-export interface MetricsPortState {
-  url: string | undefined;
-  note: string | undefined;
 }
 
 /**
@@ -52,7 +40,7 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics,
       // Loaded here, not at the top: node:http adds noticeably to a process's memory, and a
       // primary whose App has no metrics (or whose port is off) should not carry it.
       const { openMetricsListener } = await import("./listener.js");
-      const onError = (error: unknown) => host.logger.logError("metrics: merging the workers' metrics failed: %s", (error as Error)?.message ?? String(error));
+      const onError = (error: unknown) => host.logger.logError("metrics: merging the workers' metrics failed: %s", errorMessage(error));
       let listener: MetricsListener;
       try {
         listener = await openMetricsListener({ port, host: metricsHost, read, onError });
@@ -67,7 +55,7 @@ export function serveMetricsPort(host: MetricsPortHost, metrics: ClusterMetrics,
       else host.logger.warn("cluster-wide metrics on %s: %s", listener.url, state.note);
       return listener;
     } catch (error) {
-      host.fail(`${(error as Error).message}; set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`);
+      host.fail(`${errorMessage(error)}; set --metrics-port (KEELSON_METRICS_PORT) to a free port, or off`);
       return undefined;
     }
   };

@@ -16,6 +16,7 @@ import { uploadStorageFailures } from "../http/upload-folders.js";
 import { BREAKER_STATES, breakerStates } from "../breaker-states.js";
 import { LIMIT_HITS, LIMIT_HITS_HELP, limitHits } from "../limit-hits.js";
 import { lazyPackage } from "../lazy-package.js";
+import { errorMessage } from "../errors.js";
 
 /** Settings of `createPrometheus`; every field is optional. */
 export interface PrometheusOptions {
@@ -144,7 +145,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
       const { text } = await primary.request(metricsCluster, { timeoutMs }, timeoutMs + PRIMARY_REPLY_MARGIN_MS);
       return text;
     } catch (error) {
-      const reason = (error as Error).message.replace(/\s+/g, " ");
+      const reason = errorMessage(error).replace(/\s+/g, " ");
       return `# keelson: cluster aggregation failed (${reason}); worker ${worker} serves its own metrics only\n${await readLocal()}`;
     }
   };
@@ -183,7 +184,7 @@ export function createPrometheus(options: PrometheusOptions = {}): PrometheusMod
           start: async () => {
             listener = await openMetricsListener({
               port, host: options.host, path, read: readExposition,
-              onError: (error) => app.logger.logError("metrics: reading the registry failed: %s", (error as Error)?.message ?? String(error)),
+              onError: (error) => app.logger.logError("metrics: reading the registry failed: %s", errorMessage(error)),
             });
             app.logger.info("metrics on %s", listener.url);
           },

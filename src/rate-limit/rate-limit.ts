@@ -1,5 +1,5 @@
 import type { H3Event, Middleware } from "h3";
-import { createError } from "../errors.js";
+import { errorMessage, createError } from "../errors.js";
 import { errorResponse } from "../http/error-response.js";
 import { setResponseHeader } from "../http/headers.js";
 import { Leases, type Verdict } from "./leases.js";
@@ -54,7 +54,7 @@ export function rateLimit(options: RateLimitOptions): Middleware {
     if (verdict !== undefined) return answer(event, verdict);
     return leases.take(key).then((taken) => answer(event, taken), (error: unknown) => {
       // Logged once per 100 failures: a store that is down would otherwise log every request.
-      if (failures++ % 100 === 0) console.error(`keelson: rate limit ${name}: ${(error as Error)?.message ?? String(error)} (${reject ? "rejecting" : "allowing"} requests)`);
+      if (failures++ % 100 === 0) console.error(`keelson: rate limit ${name}: ${errorMessage(error)} (${reject ? "rejecting" : "allowing"} requests)`);
       setResponseHeader(event, "ratelimit-policy", policy);
       return reject
         ? errorResponse(createError("SERVICE_UNAVAILABLE", "rate limiting is unavailable: retry later"), { "retry-after": "1" }, event.context.keelson?.requestId)

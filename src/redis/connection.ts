@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { lazyImport } from "../lazy-package.js";
+import { errorMessage } from "../errors.js";
 
 /** Options of `openRedis()`. */
 export interface RedisOptions {
@@ -57,16 +59,13 @@ interface ClientOptions {
 /** The package name in a variable: the compiler (and a bundler) leaves the optional peer alone. */
 const REDIS_PACKAGE = "redis";
 
+const loadRedis = lazyImport(REDIS_PACKAGE, async () => (await import(REDIS_PACKAGE)) as { createClient(options: ClientOptions): Client });
+
 /** Reconnection waits grow to this at most while Redis is away. */
 const MAX_RECONNECT_WAIT_MS = 1000;
 
 async function connect(options: RedisOptions): Promise<Client> {
-  let redis: { createClient(options: ClientOptions): Client };
-  try {
-    redis = (await import(REDIS_PACKAGE)) as typeof redis;
-  } catch (error) {
-    throw new Error("openRedis() needs the `redis` package: npm install redis", { cause: error });
-  }
+  const redis = await loadRedis("openRedis()");
   const client = redis.createClient({
     url: options.url,
     // A command sent while Redis is away fails at once (the limiter then allows or rejects by its
@@ -130,7 +129,7 @@ export function openRedis(options: RedisOptions): RedisConnection {
       try {
         return await command(["EVALSHA", script.sha1, ...tail], signal);
       } catch (error) {
-        if (!String((error as Error)?.message).startsWith("NOSCRIPT")) throw error;
+        if (!errorMessage(error).startsWith("NOSCRIPT")) throw error;
         return command(["EVAL", script.source, ...tail], signal);
       }
     },

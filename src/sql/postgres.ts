@@ -1,6 +1,7 @@
 import type { Sql, TransactionSql } from "postgres";
 import type { SQLDatabase, SQLExecutor, SQLRow, SQLValue } from "./database.js";
 import { MAX_TIMER_MS, checkOptionalNumber } from "../checks.js";
+import { lazyImport } from "../lazy-package.js";
 
 /** Options of `openPostgres()`. */
 export interface PostgresOptions {
@@ -17,14 +18,11 @@ const MIGRATION_LOCK = "keelson:migrate";
 
 type Driver = Sql<Record<string, never>>;
 
+// The package's ESM build has a default export; its types describe it as `export =`.
+const loadPostgres = lazyImport("postgres", async () => ((await import("postgres")) as unknown as { default: typeof import("postgres") }).default);
+
 async function loadDriver(options: PostgresOptions): Promise<Driver> {
-  let postgres: typeof import("postgres");
-  try {
-    // The package's ESM build has a default export; its types describe it as `export =`.
-    ({ default: postgres } = (await import("postgres")) as unknown as { default: typeof import("postgres") });
-  } catch (error) {
-    throw new Error("openPostgres() needs the `postgres` package: npm install postgres", { cause: error });
-  }
+  const postgres = await loadPostgres("openPostgres()");
   return postgres(options.url, {
     max: options.max ?? 10,
     connect_timeout: options.connectTimeoutSeconds ?? 10,

@@ -2,7 +2,7 @@ import { checkOptionalNumber } from "../checks.js";
 import type { PrimaryChannel } from "../cluster/ipc.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { countLimitHit } from "../limit-hits.js";
-import { newLogger } from "../logging/logger.js";
+import { newLogger, type Logger } from "../logging/logger.js";
 import { checkChannel, parseEventId, type ChannelEvent, type Missed } from "./event.js";
 import { REPLAY_PIECE_BYTES, streamsEvent, streamsInterest, streamsPiece, streamsPublish, streamsReplay } from "./ipc.js";
 import { coalesced, memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
@@ -72,6 +72,7 @@ export class StreamHub {
   readonly #subscribers = new Map<string, Set<Subscription>>();
   #broker: Broker | undefined;
   readonly #connectBroker: ((deliver: (event: ChannelEvent) => void) => Broker) | undefined;
+  #logger: Logger | undefined;
   #options: Required<StreamsOptions> = {
     replayEvents: DEFAULT_REPLAY_EVENTS, replayBytes: DEFAULT_REPLAY_BYTES, replayTotalBytes: DEFAULT_REPLAY_TOTAL_BYTES,
     replayRequestBytes: DEFAULT_REPLAY_REQUEST_BYTES, maxChannels: DEFAULT_MAX_CHANNELS, maxMessageBytes: DEFAULT_MAX_MESSAGE_BYTES,
@@ -93,6 +94,19 @@ export class StreamHub {
       throw new Error("configureStreams({ maxChannels }) must come before the first publish or subscribe");
     }
     this.#options = { ...this.#options, ...Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) };
+  }
+
+  /**
+   * The logger the hub's store logs through: the first App's (the process has one hub, whatever
+   * its number of Apps). Without an App, a logger of its own is made when the store opens.
+   */
+  useLogger(logger: Logger): void {
+    this.#logger ??= logger;
+  }
+
+  /** What `useLogger` kept: undefined until an App is made. */
+  get logger(): Logger | undefined {
+    return this.#logger;
   }
 
   get options(): Readonly<Required<StreamsOptions>> {
@@ -229,7 +243,7 @@ export class StreamHub {
     const url = streamsDatabaseUrl();
     if (url === undefined) return memoryBroker(new ReplayLog({ maxChannels: this.#options.maxChannels }), deliver);
     // The store's connections stay open for the process's life: the process exits through the App's shutdown.
-    return storeBroker(import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url, newLogger(process.env.NODE_ENV === "production"))), deliver);
+    return storeBroker(import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url, this.#logger ?? newLogger(process.env.NODE_ENV === "production"))), deliver);
   }
 
   #primaryBroker(primary: PrimaryChannel): Broker {

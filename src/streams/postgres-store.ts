@@ -3,8 +3,10 @@ import { randomBytes } from "node:crypto";
 import type { ChannelEvent, ReplayPlan } from "./event.js";
 import { parseEventId } from "./event.js";
 import type { Logger } from "../logging/logger.js";
+import { lazyImport } from "../lazy-package.js";
 import { countLimitHit } from "../limit-hits.js";
 import type { PublishLimits } from "./replay-log.js";
+import { errorMessage } from "../errors.js";
 
 /**
  * Fan-out across pods through PostgreSQL: every pod's broker (the supervisor's primary, or a
@@ -42,6 +44,8 @@ const MAX_TRACKED = 10_000;
 // What a row costs besides its data, counted against the byte bounds as the in-memory log counts it.
 const ROW_COST = "(octet_length(data) + 64)";
 
+const loadPostgres = lazyImport("postgres", async () => ((await import("postgres")) as unknown as { default: typeof import("postgres") }).default);
+
 interface Announcement {
   c: string;
   s: number;
@@ -50,12 +54,7 @@ interface Announcement {
 
 /** The store on the PostgreSQL database at `url` (the optional `postgres` package is loaded now). */
 export async function openPostgresStreamStore(url: string, log: Pick<Logger, "info" | "warn">): Promise<StreamStore> {
-  let postgres: typeof import("postgres");
-  try {
-    ({ default: postgres } = (await import("postgres")) as unknown as { default: typeof import("postgres") });
-  } catch (error) {
-    throw new Error("KEELSON_STREAMS_DATABASE_URL needs the `postgres` package: npm install postgres", { cause: error });
-  }
+  const postgres = await loadPostgres("KEELSON_STREAMS_DATABASE_URL");
   // Statements; LISTEN has its own connection (below).
   const sql = postgres(url, { max: 2, connect_timeout: 10, onnotice: () => {} }) as unknown as Sql<Record<string, never>>;
   const epoch = await sql.begin(async (tx) => {
@@ -123,7 +122,7 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
       return found.length;
     }).then((count) => {
       if (count > 0) log.warn("streams: delivered %d event(s) announced while LISTEN was lost, read from %s", count, TABLE);
-    }, (error: unknown) => log.warn("streams: could not read the events announced while LISTEN was lost: %s", (error as Error)?.message ?? String(error)));
+    }, (error: unknown) => log.warn("streams: could not read the events announced while LISTEN was lost: %s", errorMessage(error)));
   };
 
   // LISTEN holds its own connection. When it is lost (the server restarted, the backend was
@@ -153,7 +152,7 @@ export async function openPostgresStreamStore(url: string, log: Pick<Logger, "in
         catchUp();
       }, (error: unknown) => {
         if (attempt === 1 || attempt % 10 === 0) {
-          log.warn("streams: LISTEN failed (attempt %d): %s; trying again", attempt, (error as Error)?.message ?? String(error));
+          log.warn("streams: LISTEN failed (attempt %d): %s; trying again", attempt, errorMessage(error));
         }
         relisten(attempt + 1);
       });

@@ -4,6 +4,7 @@ import { checkChannel } from "./event.js";
 import { memoryBroker, storeBroker, streamsDatabaseUrl, type Broker } from "./broker.js";
 import { REPLAY_PIECE_BYTES, streamsEvent, streamsInterest, streamsPiece, streamsPublish, streamsReplay } from "./ipc.js";
 import { MAX_REPLAY_BYTES, MAX_REPLAY_EVENTS, ReplayLog } from "./replay-log.js";
+import { errorMessage } from "../errors.js";
 
 /** A bound a worker sent: an integer from `min` to `max`, else the request is refused. */
 function bound(value: unknown, min: number, max: number, what: string): number {
@@ -41,7 +42,7 @@ export function installStreams(host: Pick<FeatureHost, "handle" | "onWorker" | "
   if (url !== undefined) {
     const opening = import("./postgres-store.js").then(({ openPostgresStreamStore }) => openPostgresStreamStore(url, host.logger));
     opening.then((store) => void host.finished.then(() => store.close()), (error: unknown) => {
-      host.fail(`streams: the shared store (KEELSON_STREAMS_DATABASE_URL) cannot be used: ${(error as Error)?.message ?? String(error)}`);
+      host.fail(`streams: the shared store (KEELSON_STREAMS_DATABASE_URL) cannot be used: ${errorMessage(error)}`);
     });
     broker = storeBroker(opening, broadcast);
   }

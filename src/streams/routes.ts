@@ -3,7 +3,7 @@ import { checkOptionalNumber } from "../checks.js";
 import type { HandlerContext } from "../http/context.js";
 import { Route, type PathParams, type RawQuery, type RouteOptions } from "../http/route.js";
 import { EventStream, eventStreamConnection, validateEventStreamOptions, type EventStreamOptions } from "./event-stream.js";
-import { DEFAULT_WS_MAX_QUEUED_BYTES, acceptUpgrade } from "./upgrades.js";
+import { DEFAULT_WS_MAX_QUEUED_BYTES, acceptUpgrade, loadCrossws } from "./upgrades.js";
 import { keelsonHooks, type WebSocketHooks, type WebSocketOptions } from "./websocket.js";
 
 type Output<S, Fallback> = S extends StandardSchemaV1 ? StandardSchemaV1.InferOutput<S> : Fallback;
@@ -115,8 +115,7 @@ type DefineWebSocket = {
  */
 // crossws (with the ws library it bundles) starts loading with the first WebSocket route, so that
 // the first upgrade does not wait for it; an App without one loads it at its first upgrade, if any.
-let nodeAdapter: Promise<unknown> | undefined;
-const preloadCrossws = (): void => void (nodeAdapter ??= import("crossws/adapters/node").catch(() => undefined));
+const preloadCrossws = (): void => void loadCrossws().catch(() => undefined);
 
 export const websocket: DefineWebSocket = ((path: string, a: object, b?: object) => {
   const hasOptions = b !== undefined;

@@ -10,6 +10,13 @@ import { UNMATCHED_ROUTE, type MetricsCollector } from "../integrations.js";
 import { UPGRADE } from "../http/request-state.js";
 import type { Logger } from "../logging/logger.js";
 import type { LongConnection, OpenStreams } from "../http/open-streams.js";
+import { lazyImport } from "../lazy-package.js";
+
+/**
+ * crossws's Node adapter (with the ws library it bundles), loaded by the first WebSocket route or
+ * upgrade: a service without WebSockets never loads it.
+ */
+export const loadCrossws = lazyImport("crossws", async () => (await import("crossws/adapters/node")).default);
 
 /** Close code 1001: the server is going away (RFC 6455 §7.4.1). */
 export const GOING_AWAY = 1001;
@@ -145,7 +152,7 @@ export class Upgrades {
   #adapter(maxPayload: number): Promise<NodeAdapter> {
     let adapter = this.#adapters.get(maxPayload);
     if (adapter === undefined) {
-      adapter = import("crossws/adapters/node").then(({ default: nodeAdapter }) => nodeAdapter({
+      adapter = loadCrossws().then((nodeAdapter) => nodeAdapter({
         resolve: (request) => this.#pending.get(request) ?? {},
         // keelson pings itself (TrackedSocket): per route, with a metric and a log line.
         idleTimeout: 0,
