@@ -32,6 +32,8 @@ export class WorkerHandle implements FeatureWorker {
   restartAsked: string | undefined;
   /** What the worker reported before dying: its App could not start, or an uncaught error. */
   failure: string | undefined;
+  /** What its App reported made its shutdown unclean (the drain cap, a hook), if it did. */
+  shutdownProblems: string | undefined;
   exit: WorkerExit | undefined;
   /** Resolves when ready; rejects if the worker exits first. */
   readonly ready: Promise<void>;
@@ -90,6 +92,7 @@ export class WorkerHandle implements FeatureWorker {
     this.ready.catch(() => {});
     this.channel.on("heartbeat", () => (this.lastBeat = this.#clock.now()));
     this.channel.on("failed", ({ reason }) => (this.failure ??= reason));
+    this.channel.on("stopped", ({ clean, problems }) => (this.shutdownProblems = clean ? undefined : problems));
     this.channel.on("draining", ({ reason }) => this.#draining(`${reason}, by its own decision`));
     child.onError((error) => {
       this.#logger.warn("%s: IPC error: %s", this.name, error.message);

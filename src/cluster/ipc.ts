@@ -20,6 +20,8 @@ export interface WorkerMessages {
   draining: { reason: string };
   /** The worker is about to die of this, in one line: its App could not start, or an uncaught error. */
   failed: { reason: string };
+  /** The App has shut down; `problems` says in one line what made it unclean (the drain cap, a hook), empty when clean. */
+  stopped: { clean: boolean; problems: string };
 }
 
 /** Messages the primary sends, by type → payload. */

@@ -20,6 +20,8 @@ export interface LinkedApp {
   shutdownTimeout: number;
   /** The App's idempotent shutdown (drain + hooks). */
   shutdown(reason: string): Promise<{ clean: boolean }>;
+  /** Settles when the App has shut down, whatever started it: reported to the primary before the exit. */
+  finished: Promise<{ clean: boolean; problems: string }>;
   /** Its request counters, reported with the worker's stats. */
   load: RequestLoad;
 }
@@ -131,6 +133,8 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
   const offShutdown = primary.on("shutdown", ({ reason }) => drain(reason, true));
+  // Before the exit (signals.ts exits once the same promise settles): the primary names why a worker's drain was not clean.
+  void app.finished.then(({ clean, problems }) => primary.send("stopped", { clean, problems }));
   const period = heartbeatInterval();
   const beat = setInterval(() => primary.send("heartbeat", { at: Date.now() }), period);
   beat.unref();

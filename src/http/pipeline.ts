@@ -1,4 +1,4 @@
-import { H3, type H3Config, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import { H3, type H3Config, type H3RouteMeta, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
@@ -13,6 +13,7 @@ import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-
 import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
+import { drainableEventStream, noteStreamedBody } from "./long-response.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
 export interface PipelineOptions {
@@ -71,10 +72,15 @@ export class RequestPipeline {
     this.#trustRequestId = options.trustRequestId;
     this.engine = new H3(this.#config());
     this.#guardMiddleware();
+    this.addRoute = this.engine.on.bind(this.engine);
+    this.#noteEngineRoutes();
     this.fetch = this.fetch.bind(this);
     const cors = this.#cors;
     if (cors) this.engine.options("/**", (event) => cors.preflight(event));
   }
+
+  /** h3's own `on`, for keelson's compiled routes: they note a streamed body themselves (handler.ts). */
+  readonly addRoute: H3["on"];
 
   /** A route was added: the `Allow` lookup is rebuilt when next needed. */
   routesChanged(): void {
@@ -135,6 +141,14 @@ export class RequestPipeline {
       // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
       // still one log line and one observation, as for every other request.
       if (state !== undefined) this.inflight--;
+      // An event stream keelson did not make (h3's createEventStream): ended at the drain as sse()'s are.
+      if (state?.streamedBody === true && state.stream === undefined) {
+        const drainable = drainableEventStream(response, context?.matchedRoute?.route ?? state.event.url.pathname, this.#services.streams);
+        if (drainable !== undefined) {
+          response = drainable.response;
+          state.stream = drainable.ended;
+        }
+      }
       // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
       if (state?.stream !== undefined) {
         void state.stream.then((status) => this.#recordStream(request, state, status));
@@ -255,6 +269,34 @@ export class RequestPipeline {
       use(...args);
       return engine;
     }) as H3["use"];
+  }
+
+  /**
+   * A handler added on `httpEngine` (`get`, `post`, `on`, `all`) has its result looked at as a
+   * keelson route's is: an event stream it answers with is registered with the drain. Its `meta`
+   * is kept; a `{ fetch }` handler (a mounted web app) answers for itself.
+   */
+  #noteEngineRoutes(): void {
+    const engine = this.engine;
+    const on = this.addRoute;
+    engine.on = ((method: string, route: string, handler: unknown, options?: unknown) => {
+      if (typeof handler === "function") {
+        const given = handler as ((event: H3Event) => unknown) & { meta?: H3RouteMeta };
+        const noted = Object.assign(function keelsonEngineRoute(event: H3Event): unknown {
+          const value = given(event);
+          if (value instanceof Promise) {
+            return value.then((resolved: unknown) => {
+              noteStreamedBody(resolved, event);
+              return resolved;
+            });
+          }
+          noteStreamedBody(value, event);
+          return value;
+        }, given.meta === undefined ? {} : { meta: given.meta });
+        return on(method as Parameters<H3["on"]>[0], route, noted, options as Parameters<H3["on"]>[3]);
+      }
+      return on(method as Parameters<H3["on"]>[0], route, handler as Parameters<H3["on"]>[2], options as Parameters<H3["on"]>[3]);
+    }) as H3["on"];
   }
 
   #onError(error: HTTPError, event: H3Event): HTTPResponse {
