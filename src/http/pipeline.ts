@@ -140,7 +140,11 @@ export class RequestPipeline {
       if (this.#lifecycle.shuttingDown) request.runtime?.node?.res?.setHeader("connection", "close");
       // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
       // still one log line and one observation, as for every other request.
-      if (state !== undefined) this.inflight--;
+      if (state !== undefined) {
+        this.inflight--;
+        const dispose = (state.event as unknown as Record<symbol, DisposeState | undefined>)[EVENT_DISPOSE];
+        if (dispose !== undefined && dispose.disposed !== true) this.#hearDisposeCallbacks(dispose, state.event);
+      }
       // An event stream keelson did not make (h3's createEventStream): ended at the drain as sse()'s are.
       if (state?.streamedBody === true && state.stream === undefined) {
         const drainable = drainableEventStream(response, context?.matchedRoute?.route ?? state.event.url.pathname, this.#services.streams);
@@ -224,6 +228,27 @@ export class RequestPipeline {
       },
     });
     return config;
+  }
+
+  /**
+   * h3 runs `onDispose` callbacks once the response is done and, `silent`, says nothing of one that
+   * throws: each pending callback (and each added later) is wrapped so that its failure is one ERROR
+   * line with the request's ids. Callbacks h3 ran before the response reached keelson (in-process,
+   * a body that is not streamed) are out of reach: docs/h3.md says so.
+   */
+  #hearDisposeCallbacks(dispose: DisposeState, event: H3Event): void {
+    const report = (error: unknown) => this.#logFailure(event, error, "failed in an onDispose callback");
+    const wrap = (callback: DisposeCallback): DisposeCallback => (reason) => {
+      try {
+        const result = callback(reason);
+        return result instanceof Promise ? result.catch(report) : result;
+      } catch (error) {
+        report(error);
+      }
+    };
+    const callbacks = dispose.callbacks.map(wrap);
+    callbacks.push = (...added: DisposeCallback[]) => Array.prototype.push.apply(callbacks, added.map(wrap));
+    dispose.callbacks = callbacks;
   }
 
   /** One ERROR line with the request's ids for a failure that does not change the response. */
@@ -316,6 +341,16 @@ export class RequestPipeline {
 }
 
 const noopSpan = noopTracer.startSpan("noop");
+/**
+ * Where h3 keeps an event's `onDispose` callbacks until the response is done (`Symbol.for`: the same
+ * in every copy of h3); test/h3-compat-hooks.test.ts notices if h3 moves them.
+ */
+const EVENT_DISPOSE = Symbol.for("h3.internal.event.dispose");
+type DisposeCallback = (reason?: unknown) => unknown;
+interface DisposeState {
+  callbacks: DisposeCallback[];
+  disposed?: boolean;
+}
 /** What h3's router answers when no route matched (`Symbol.for`: the same symbol in every copy of h3). */
 const NOT_FOUND = Symbol.for("h3.notFound");
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));
