@@ -10,7 +10,7 @@ const socket = [
   "status-line", "tracing", "validation",
 ];
 const process = [
-  "bundle", "cli-*", "client", "lazy-packages", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "jobs-*", "lifecycle-*",
+  "bundle", "cli-*", "client", "lazy-packages", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "h3-streams-process", "jobs-*", "lifecycle-*",
   "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "request-id-cluster", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "streams-replay", "supervisor*", "tracing-exit", "uploads-process",
   "websockets-process",

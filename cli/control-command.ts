@@ -184,7 +184,10 @@ function describeReplaced(report: ReloadReport): string {
 
 function printReload(report: ReloadReport, consola: ConsolaInstance): void {
   const replaced = `${report.replaced} worker(s) replaced in ${formatDuration(report.durationMs)}: ${describeReplaced(report)}`;
-  if (report.ok) consola.success(`reload complete: ${replaced}`);
+  // A worker that hit the drain cap cut its clients off: not a ✔, though every worker was replaced.
+  const unclean = report.unclean ?? [];
+  if (report.ok && unclean.length === 0) consola.success(`reload complete: ${replaced}`);
+  else if (report.ok) consola.warn(`reload done with errors: ${replaced}; ${unclean.length} old worker(s) did not drain cleanly: ${unclean.join("; ")}`);
   else consola.fail(`reload stopped: ${report.error ?? "unknown reason"}; ${replaced}`);
 }
 

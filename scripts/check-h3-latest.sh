@@ -23,7 +23,8 @@ echo "check-h3-latest: testing with h3 $(node -p 'require("./node_modules/h3/pac
 npx tsc --noEmit -p tsconfig.json
 npm run build
 # The h3 compatibility suite first, whatever the arguments: it states what of h3 keelson keeps and
-# changes (docs/h3.md), so a new h3 release that moves any of it is named before anything else runs.
-npx vitest run --project socket test/h3-compat
+# changes (docs/h3.md), so a new h3 release that moves any of it is named before anything else runs;
+# h3's event streams at SIGTERM and in a rolling reload are real processes.
+npx vitest run --project socket --project process test/h3-compat test/h3-streams-process
 if [ "$#" -eq 0 ]; then set -- --project unit --project socket --project process --project browser; fi
 npx vitest run "$@"

@@ -12,7 +12,7 @@ import { compileRoute } from "./http/handler.js";
 import { sweepUploadFolders } from "./http/upload-folders.js";
 import { setResponseHeader } from "./http/headers.js";
 import { RequestPipeline } from "./http/pipeline.js";
-import { Lifecycle, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
+import { Lifecycle, shutdownProblems, type NamedHook, type ShutdownReport } from "./lifecycle/lifecycle.js";
 import { LoadShedder } from "./http/load-shed.js";
 import { handleSignals } from "./lifecycle/signals.js";
 import { defineJob, type Job, type JobOptions } from "./jobs/define.js";
@@ -182,7 +182,7 @@ export class App implements Router {
     const logLevel = route.options.logLevel;
     // The request line is written after h3 is done with the route: its threshold travels on the match.
     const meta = logLevel === undefined ? undefined : { keelsonLogRank: levelRank(logLevel) };
-    this.httpEngine.on(route.method, path, handler, all.length > 0 || meta ? { middleware: all.length > 0 ? all : undefined, meta } : undefined);
+    this.#pipeline.addRoute(route.method, path, handler, all.length > 0 || meta ? { middleware: all.length > 0 ? all : undefined, meta } : undefined);
     this.#routes.push({ method: route.method, path, route, middleware: all, appMiddleware: this.#appMiddleware });
     this.#pipeline.routesChanged();
   }
@@ -327,6 +327,7 @@ export class App implements Router {
           releaseWorker = attachWorkerLink({
             port: this.port ?? port, url, docsUrl: env === "production" ? undefined : new URL(docs.path, url).href,
             shutdownTimeout, shutdown: (reason) => this.#lifecycle.shutdown(reason),
+            finished: this.#lifecycle.finished.then((report) => ({ clean: report.clean, problems: shutdownProblems(report) })),
             load: {
               inflight: () => pipeline.inflight, requests: () => pipeline.requests, connections: () => this.#lifecycle.acceptedConnections,
             },

@@ -212,7 +212,7 @@ export class Supervisor {
    * asked for while one runs is queued once, so the last deployed code always ends up running.
    */
   reload(): Promise<ReloadReport> {
-    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping" });
+    if (this.#stopping) return Promise.resolve({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping", unclean: [] });
     if (this.#reloading) {
       this.logger.info("reload requested while one runs: another follows it");
       this.#reloadAgain = true;

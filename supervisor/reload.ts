@@ -1,5 +1,5 @@
 import type { Logger } from "../src/logging/logger.js";
-import type { WorkerHandle, WorkerExit } from "./worker-handle.js";
+import { describeExit, type WorkerHandle, type WorkerExit } from "./worker-handle.js";
 import type { Slot, WorkerPool } from "./worker-pool.js";
 import { errorMessage } from "../src/errors.js";
 
@@ -14,6 +14,11 @@ export interface ReloadReport {
   durationMs: number;
   /** Why the reload stopped early, when `ok` is false. */
   error: string | undefined;
+  /**
+   * Old workers whose drain was not clean (they hit the drain cap, a hook failed, or they were
+   * killed): `worker 1 (pid 10, code 1): drain cap of 5000ms reached with 2 response(s) still being written`.
+   */
+  unclean: string[];
 }
 
 /** What a reload needs from the supervisor. */
@@ -37,7 +42,7 @@ export interface ReloadHost {
 export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = host.pool.slots, what = "reload"): Promise<ReloadReport> {
   const { logger } = host;
   const started = host.pool.clock.now();
-  const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined };
+  const report: ReloadReport = { ok: true, replaced: 0, workers: [], durationMs: 0, error: undefined, unclean: [] };
   logger.info("%s: replacing %d worker(s) one at a time", what, slots.length);
   for (const slot of slots) {
     if (host.stopping()) {
@@ -55,14 +60,26 @@ export async function rollingReload(host: ReloadHost, slots: readonly Slot[] = h
       report.replaced++;
       report.workers.push(outcome.replaced);
     }
+    if (outcome.unclean !== undefined) report.unclean.push(outcome.unclean);
   }
   report.durationMs = Math.round(host.pool.clock.now() - started);
-  if (report.ok) logger.info("%s complete: %d worker(s) replaced in %dms", what, report.replaced, report.durationMs);
-  else logger.logError("%s stopped after %d worker(s) replaced in %dms: %s", what, report.replaced, report.durationMs, report.error);
+  if (report.ok && report.unclean.length === 0) logger.info("%s complete: %d worker(s) replaced in %dms", what, report.replaced, report.durationMs);
+  else if (report.ok) {
+    logger.logError("%s done with errors: %d worker(s) replaced in %dms; %d old worker(s) did not drain cleanly: %s",
+      what, report.replaced, report.durationMs, report.unclean.length, report.unclean.join("; "));
+  } else logger.logError("%s stopped after %d worker(s) replaced in %dms: %s", what, report.replaced, report.durationMs, report.error);
   return report;
 }
 
-type SlotOutcome = { replaced: { id: number; from: number; to: number } | undefined } | { error: string };
+type SlotOutcome = { replaced: { id: number; from: number; to: number } | undefined; unclean?: string } | { error: string };
+
+/** Why a retired worker's drain was not clean, or undefined when it was. */
+function uncleanExit(handle: WorkerHandle): string | undefined {
+  if (handle.exitedCleanly) return undefined;
+  const exit = describeExit(handle.exit ?? { code: null, signal: null });
+  const why = handle.shutdownProblems ?? handle.killedBy ?? handle.failure;
+  return `${handle.name} (${exit})${why === undefined || why === "" ? "" : `: ${why}`}`;
+}
 
 async function replaceSlot(host: ReloadHost, slot: Slot, what: string): Promise<SlotOutcome> {
   const { pool, logger } = host;
@@ -90,5 +107,5 @@ async function replaceSlot(host: ReloadHost, slot: Slot, what: string): Promise<
   }
   pool.promote(slot, replacement);
   await host.retire(old, `${what}: replaced by ${replacement.name}`);
-  return { replaced: { id: slot.id, from: old.pid, to: replacement.pid } };
+  return { replaced: { id: slot.id, from: old.pid, to: replacement.pid }, unclean: uncleanExit(old) };
 }

@@ -1,4 +1,4 @@
-import { Channel, workerDraining, workerFailed, workerHeartbeat, workerReady, type WorkerMessages } from "../src/cluster/ipc.js";
+import { Channel, workerDraining, workerFailed, workerHeartbeat, workerReady, workerStopped, type WorkerMessages } from "../src/cluster/ipc.js";
 import type { FeatureWorker, WorkerChannel, WorkerExit, WorkerState } from "../src/cluster/feature-host.js";
 import type { Logger } from "../src/logging/logger.js";
 import type { Clock } from "./clock.js";
@@ -36,6 +36,8 @@ export class WorkerHandle implements FeatureWorker {
   restartAsked: string | undefined;
   /** What the worker reported before dying: its App could not start, or an uncaught error. */
   failure: string | undefined;
+  /** What its App reported made its shutdown unclean (the drain cap, a hook), if it did. */
+  shutdownProblems: string | undefined;
   exit: WorkerExit | undefined;
   /** Resolves when ready; rejects if the worker exits first. */
   readonly ready: Promise<void>;
@@ -101,6 +103,7 @@ export class WorkerHandle implements FeatureWorker {
     this.ready.catch(() => {});
     this.channel.on(workerHeartbeat, () => (this.lastBeat = this.#clock.now()));
     this.channel.on(workerFailed, ({ reason }) => (this.failure ??= reason));
+    this.channel.on(workerStopped, ({ clean, problems }) => (this.shutdownProblems = clean ? undefined : problems));
     this.channel.on(workerDraining, ({ reason }) => this.#drainingOnItsOwn(reason));
     child.onError((error) => {
       this.#logger.warn("%s: IPC error: %s", this.name, error.message);

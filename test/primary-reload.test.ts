@@ -162,7 +162,7 @@ describe("the rolling reload (in-process)", () => {
     expect(sup.cluster.forks).toHaveLength(6);
     expect(sup.output().match(/reload requested while one runs: another follows it/g)).toHaveLength(2);
     const stopping = sup.stop();
-    expect(await sup.supervisor.reload()).toEqual({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping" });
+    expect(await sup.supervisor.reload()).toEqual({ ok: false, replaced: 0, workers: [], durationMs: 0, error: "the supervisor is stopping", unclean: [] });
     await stopping;
   });
 

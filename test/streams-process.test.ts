@@ -2,7 +2,6 @@
  * Event streams and WebSockets with real processes, sockets, clients and signals: the drain ends
  * them on purpose (final event, close frame 1001) and the shutdown stays clean and on time.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -11,25 +10,11 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { killAll, startService } from "./fixtures/lifecycle-harness.js";
 import { freePort, spawnChild } from "../harness/child.js";
-import { SSEClient, WSClient, postJSON } from "./helpers/stream-clients.js";
+import { SSEClient, WSClient, curl, postJSON } from "./helpers/stream-clients.js";
 
 afterEach(() => killAll());
 
 const STREAMS_APP = "test/fixtures/streams-app.ts";
-
-/** `curl -sN` on the URL: resolves with its exit code and what it printed. */
-function curl(url: string, onData: (text: string) => void = () => {}): Promise<{ code: number | null; out: string }> {
-  return new Promise((resolve) => {
-    const child = spawn("curl", ["-sN", url], { stdio: ["ignore", "pipe", "inherit"] });
-    let out = "";
-    child.stdout.setEncoding("utf8");
-    child.stdout.on("data", (chunk: string) => {
-      out += chunk;
-      onData(out);
-    });
-    child.on("close", (code) => resolve({ code, out }));
-  });
-}
 
 describe("SIGTERM with an event stream open", () => {
   it("sends the final event with a retry hint, ends the stream cleanly, runs the hooks and exits 0 without waiting for the drain cap", async () => {

@@ -97,6 +97,8 @@ export const workerHeartbeat = defineCoreMessage<{ at: number }>("heartbeat");
 export const workerDraining = defineCoreMessage<{ reason: string }>("draining");
 /** Worker → primary: it is about to die of this, in one line: its App could not start, or an uncaught error. */
 export const workerFailed = defineCoreMessage<{ reason: string }>("failed");
+/** Worker → primary: the App has shut down; `problems` says in one line what made it unclean (the drain cap, a hook), empty when clean. */
+export const workerStopped = defineCoreMessage<{ clean: boolean; problems: string }>("stopped");
 /** Primary → worker: drain and exit (where a signal cannot be sent). */
 export const primaryShutdown = defineCoreMessage<{ reason: string }>("shutdown");
 
@@ -108,6 +110,7 @@ export interface WorkerMessages {
   heartbeat: PayloadOf<typeof workerHeartbeat>;
   draining: PayloadOf<typeof workerDraining>;
   failed: PayloadOf<typeof workerFailed>;
+  stopped: PayloadOf<typeof workerStopped>;
 }
 
 /** The core messages the primary sends, by name → payload. */

@@ -3,7 +3,7 @@ import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
 import { errorMessage } from "../errors.js";
 import {
-  Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, type Endpoint, type Envelope, type PrimaryChannel,
+  Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, workerStopped, type Endpoint, type Envelope, type PrimaryChannel,
 } from "./ipc.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
@@ -23,6 +23,8 @@ export interface LinkedApp {
   shutdownTimeout: number;
   /** The App's idempotent shutdown (drain + hooks). */
   shutdown(reason: string): Promise<{ clean: boolean }>;
+  /** Settles when the App has shut down, whatever started it: reported to the primary before the exit. */
+  finished: Promise<{ clean: boolean; problems: string }>;
   /** Its request counters, reported with the worker's stats. */
   load: RequestLoad;
 }
@@ -134,6 +136,8 @@ export function attachWorkerLink(app: LinkedApp): () => void {
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
   const offShutdown = primary.on(primaryShutdown, ({ reason }) => drain(reason, true));
+  // Before the exit (signals.ts exits once the same promise settles): the primary names why a worker's drain was not clean.
+  void app.finished.then(({ clean, problems }) => primary.send(workerStopped, { clean, problems }));
   const period = heartbeatInterval();
   const beat = setInterval(() => primary.send(workerHeartbeat, { at: Date.now() }), period);
   beat.unref();

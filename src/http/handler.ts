@@ -7,6 +7,7 @@ import type { Handler, Route } from "./route.js";
 import { readJSONBody } from "./body.js";
 import { readFormBody, resolveFormLimits, type ReadForm } from "./form.js";
 import { readQuery } from "./query.js";
+import { noteStreamedBody } from "./long-response.js";
 import { createCoercer, validateInput, type Coercer, type InputPart } from "./validate.js";
 
 type AnyHandler = Handler<unknown, unknown, unknown>;
@@ -54,7 +55,9 @@ function toResult(value: unknown, event: H3Event): unknown {
     // No status here: h3 takes the one the handler set (it answers an empty body with it).
     return preparedStatus(event) === undefined ? noContent() : new HTTPResponse(null);
   }
-  return isJSONValue(value) ? jsonText(value, JSON.stringify(value), preparedStatus(event)) : value;
+  if (isJSONValue(value)) return jsonText(value, JSON.stringify(value), preparedStatus(event));
+  noteStreamedBody(value, event);
+  return value;
 }
 
 function settleAsBefore(value: unknown, event: H3Event): unknown {

@@ -1,4 +1,4 @@
-import { H3, type H3Config, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import { H3, type H3Config, type H3RouteMeta, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
@@ -13,6 +13,7 @@ import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-
 import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
+import { drainableEventStream, noteStreamedBody } from "./long-response.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
 export interface PipelineOptions {
@@ -71,10 +72,15 @@ export class RequestPipeline {
     this.#trustRequestId = options.trustRequestId;
     this.engine = new H3(this.#config());
     this.#guardMiddleware();
+    this.addRoute = this.engine.on.bind(this.engine);
+    this.#noteEngineRoutes();
     this.fetch = this.fetch.bind(this);
     const cors = this.#cors;
     if (cors) this.engine.options("/**", (event) => cors.preflight(event));
   }
+
+  /** h3's own `on`, for keelson's compiled routes: they note a streamed body themselves (handler.ts). */
+  readonly addRoute: H3["on"];
 
   /** A route was added: the `Allow` lookup is rebuilt when next needed. */
   routesChanged(): void {
@@ -134,7 +140,19 @@ export class RequestPipeline {
       if (this.#lifecycle.shuttingDown) request.runtime?.node?.res?.setHeader("connection", "close");
       // No state means h3 answered before onRequest ran (a malformed URL gets 400 there):
       // still one log line and one observation, as for every other request.
-      if (state !== undefined) this.inflight--;
+      if (state !== undefined) {
+        this.inflight--;
+        const dispose = (state.event as unknown as Record<symbol, DisposeState | undefined>)[EVENT_DISPOSE];
+        if (dispose !== undefined && dispose.disposed !== true) this.#hearDisposeCallbacks(dispose, state.event);
+      }
+      // An event stream keelson did not make (h3's createEventStream): ended at the drain as sse()'s are.
+      if (state?.streamedBody === true && state.stream === undefined) {
+        const drainable = drainableEventStream(response, context?.matchedRoute?.route ?? state.event.url.pathname, this.#services.streams);
+        if (drainable !== undefined) {
+          response = drainable.response;
+          state.stream = drainable.ended;
+        }
+      }
       // An event stream or a WebSocket: logged and its span ended when it ends, with its whole duration.
       if (state?.stream !== undefined) {
         void state.stream.then((status) => this.#recordStream(request, state, status));
@@ -212,6 +230,27 @@ export class RequestPipeline {
     return config;
   }
 
+  /**
+   * h3 runs `onDispose` callbacks once the response is done and, `silent`, says nothing of one that
+   * throws: each pending callback (and each added later) is wrapped so that its failure is one ERROR
+   * line with the request's ids. Callbacks h3 ran before the response reached keelson (in-process,
+   * a body that is not streamed) are out of reach: docs/h3.md says so.
+   */
+  #hearDisposeCallbacks(dispose: DisposeState, event: H3Event): void {
+    const report = (error: unknown) => this.#logFailure(event, error, "failed in an onDispose callback");
+    const wrap = (callback: DisposeCallback): DisposeCallback => (reason) => {
+      try {
+        const result = callback(reason);
+        return result instanceof Promise ? result.catch(report) : result;
+      } catch (error) {
+        report(error);
+      }
+    };
+    const callbacks = dispose.callbacks.map(wrap);
+    callbacks.push = (...added: DisposeCallback[]) => Array.prototype.push.apply(callbacks, added.map(wrap));
+    dispose.callbacks = callbacks;
+  }
+
   /** One ERROR line with the request's ids for a failure that does not change the response. */
   #logFailure(event: H3Event, error: unknown, what: string): void {
     const state = event.context.keelson;
@@ -257,6 +296,34 @@ export class RequestPipeline {
     }) as H3["use"];
   }
 
+  /**
+   * A handler added on `httpEngine` (`get`, `post`, `on`, `all`) has its result looked at as a
+   * keelson route's is: an event stream it answers with is registered with the drain. Its `meta`
+   * is kept; a `{ fetch }` handler (a mounted web app) answers for itself.
+   */
+  #noteEngineRoutes(): void {
+    const engine = this.engine;
+    const on = this.addRoute;
+    engine.on = ((method: string, route: string, handler: unknown, options?: unknown) => {
+      if (typeof handler === "function") {
+        const given = handler as ((event: H3Event) => unknown) & { meta?: H3RouteMeta };
+        const noted = Object.assign(function keelsonEngineRoute(event: H3Event): unknown {
+          const value = given(event);
+          if (value instanceof Promise) {
+            return value.then((resolved: unknown) => {
+              noteStreamedBody(resolved, event);
+              return resolved;
+            });
+          }
+          noteStreamedBody(value, event);
+          return value;
+        }, given.meta === undefined ? {} : { meta: given.meta });
+        return on(method as Parameters<H3["on"]>[0], route, noted, options as Parameters<H3["on"]>[3]);
+      }
+      return on(method as Parameters<H3["on"]>[0], route, handler as Parameters<H3["on"]>[2], options as Parameters<H3["on"]>[3]);
+    }) as H3["on"];
+  }
+
   #onError(error: HTTPError, event: H3Event): HTTPResponse {
     if (isRouteNotFound(error, event)) return this.#unmatched(event);
     const { kerror, original, headers, unhandled } = toKError(error);
@@ -274,6 +341,16 @@ export class RequestPipeline {
 }
 
 const noopSpan = noopTracer.startSpan("noop");
+/**
+ * Where h3 keeps an event's `onDispose` callbacks until the response is done (`Symbol.for`: the same
+ * in every copy of h3); test/h3-compat-hooks.test.ts notices if h3 moves them.
+ */
+const EVENT_DISPOSE = Symbol.for("h3.internal.event.dispose");
+type DisposeCallback = (reason?: unknown) => unknown;
+interface DisposeState {
+  callbacks: DisposeCallback[];
+  disposed?: boolean;
+}
 /** What h3's router answers when no route matched (`Symbol.for`: the same symbol in every copy of h3). */
 const NOT_FOUND = Symbol.for("h3.notFound");
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));

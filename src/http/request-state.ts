@@ -28,6 +28,11 @@ export class RequestState {
    * (`streams/upgrades.ts`).
    */
   upgraded: ((status: number) => void) | undefined;
+  /**
+   * The handler answered with a streamed body (`long-response.ts`): the response is looked at
+   * again for an event stream to register with the drain.
+   */
+  streamedBody: boolean;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
@@ -38,6 +43,7 @@ export class RequestState {
     this.#logger = undefined;
     this.stream = undefined;
     this.upgraded = undefined;
+    this.streamedBody = false;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
     if ((event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
   }

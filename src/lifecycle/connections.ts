@@ -93,16 +93,26 @@ export class Connections {
     return closed;
   }
 
-  /** Destroys every connection left; returns what their requests were doing. */
-  destroyAll(): Abandoned {
-    const abandoned: Abandoned = { writing: 0, running: 0 };
+  /**
+   * What the connections' requests are doing now: a response whose head is out (an event stream,
+   * a streamed body, a slow reader) is in flight until its last byte is handed to the kernel.
+   */
+  inFlight(): Abandoned {
+    const counts: Abandoned = { writing: 0, running: 0 };
     for (const socket of this.#sockets) {
       const response = (socket as TrackedSocket)[RESPONDING];
-      if (response?.headersSent) abandoned.writing++;
-      else if (response) abandoned.running++;
-      socket.destroy();
+      if (response?.headersSent) counts.writing++;
+      else if (response) counts.running++;
     }
+    return counts;
+  }
+
+  /** Destroys every connection left; returns what their requests were doing. */
+  destroyAll(): Abandoned {
+    const abandoned = this.inFlight();
+    for (const socket of this.#sockets) socket.destroy();
     this.#sockets.clear();
     return abandoned;
   }
+
 }

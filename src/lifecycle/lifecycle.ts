@@ -27,6 +27,8 @@ export interface ShutdownReport {
   skippedHooks: string[];
   /** Requests still in flight (running, or their response still being written) at the drain cap or the deadline; their connections were destroyed. */
   abandonedRequests: number;
+  /** Set when the drain hit its cap: `drain cap of 5000ms reached with 1 response(s) still being written`. */
+  drainCap: string | undefined;
 }
 
 export interface NamedHook {
@@ -179,7 +181,7 @@ export class Lifecycle {
     const started = performance.now();
     const report: ShutdownReport = {
       clean: true, reason, durationMs: 0, deadlinePassed: false, failedHooks: [], timedOutHook: undefined,
-      skippedHooks: [], abandonedRequests: 0,
+      skippedHooks: [], abandonedRequests: 0, drainCap: undefined,
     };
     this.shuttingDown = true;
     const controller = new AbortController();
@@ -227,7 +229,12 @@ export class Lifecycle {
     if (!node || !connections) return;
     const { logger, inflight } = this.#options;
     const started = performance.now();
-    logger.info("closing the listener: %d request(s) in flight", inflight());
+    // Counted on the connections, not by the pipeline: a response whose head is out (an event
+    // stream, a streamed body) is still in flight until its last byte is written.
+    const { writing, running } = connections.inFlight();
+    const requests = Math.max(inflight(), writing + running);
+    if (writing > 0) logger.info("closing the listener: %d request(s) in flight, %d of them response(s) still being written", requests, writing);
+    else logger.info("closing the listener: %d request(s) in flight", requests);
     const closed = new Promise<void>((resolve) => node.once("close", () => resolve()));
     // Stop accepting before closing idle sockets. http's close() does it the other way round, so a
     // client that sees its idle socket close can reconnect into the backlog of a listener that is
@@ -271,7 +278,8 @@ export class Lifecycle {
     if (outcome === DEADLINE) {
       logger.logError("deadline passed with %s: their connections were destroyed", describeAbandoned(abandoned));
     } else {
-      logger.logError("drain cap of %dms reached with %s: their connections were destroyed; running the hooks", capMs, describeAbandoned(abandoned));
+      report.drainCap = `drain cap of ${capMs}ms reached with ${describeAbandoned(abandoned)}`;
+      logger.logError("%s: their connections were destroyed; running the hooks", report.drainCap);
     }
   }
 
@@ -312,6 +320,12 @@ function describeAbandoned({ writing, running }: Abandoned): string {
   if (writing > 0) parts.push(`${writing} response(s) still being written`);
   if (running > 0 || writing === 0) parts.push(`${running} request(s) still running`);
   return parts.join(", ");
+}
+
+/** What made a shutdown unclean, in one line (empty for a clean one): the drain cap first, when it was reached. */
+export function shutdownProblems(report: ShutdownReport): string {
+  if (report.clean) return "";
+  return report.drainCap === undefined ? summarize(report) : `${report.drainCap}; ${summarize(report)}`;
 }
 
 function summarize(report: ShutdownReport): string {

@@ -2,6 +2,7 @@
  * Real clients of event streams and WebSockets for process tests and load tests: they keep what
  * they receive, see how each connection ended, and resume with Last-Event-ID as a browser does.
  */
+import { spawn } from "node:child_process";
 import * as http from "node:http";
 
 /** One server-sent event as a client parses it. */
@@ -243,5 +244,19 @@ export function postJSON<T = Record<string, unknown>>(port: number, path: string
     });
     request.on("error", reject);
     request.end(payload);
+  });
+}
+
+/** `curl -sN` on the URL: resolves with its exit code (0: a clean end; 18: the body cut mid-transfer) and what it printed. */
+export function curl(url: string, onData: (text: string) => void = () => {}): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn("curl", ["-sN", url], { stdio: ["ignore", "pipe", "inherit"] });
+    let out = "";
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk: string) => {
+      out += chunk;
+      onData(out);
+    });
+    child.on("close", (code) => resolve({ code, out }));
   });
 }
