@@ -93,7 +93,7 @@ export async function runControlVerb(command: "status" | "reload", argv: readonl
   try {
     parsed = parseControlCommand(command, argv, env);
   } catch (error) {
-    process.stderr.write(`keelson: ${(error as Error).message}\nRun "keelson ${command} --help" for usage.\n`);
+    process.stderr.write(`keelson: ${errorMessage(error)}\nRun "keelson ${command} --help" for usage.\n`);
     return 2;
   }
   return runControlCommand(parsed);
