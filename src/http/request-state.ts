@@ -28,6 +28,8 @@ export class RequestState {
    * (`streams/upgrades.ts`).
    */
   upgraded: ((status: number) => void) | undefined;
+  /** What `idempotency()` did with the request (`replayed`, `conflict`, …): named in its log line and counted. */
+  idempotency: string | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
@@ -40,6 +42,7 @@ export class RequestState {
     this.upgraded = undefined;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
     if ((event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
+    this.idempotency = undefined;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */
