@@ -1,4 +1,3 @@
-import cluster from "node:cluster";
 import { createHash, randomBytes } from "node:crypto";
 import { HTTPError, HTTPResponse, type H3Event, type Middleware } from "h3";
 import { checkOptionalNumber, MS_ABOVE_0, show } from "../checks.js";
@@ -197,8 +196,7 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
   let store: IdempotencyStore | undefined;
   let failures = 0;
   const open = (): IdempotencyStore => {
-    // Only keelson's supervisor answers these requests; another node:cluster primary (PM2) would leave them to time out.
-    const channel = cluster.isWorker && process.env.KEELSON_WORKER_ID !== undefined ? getPrimaryChannel() : undefined;
+    const channel = getPrimaryChannel();
     return options.store ?? (channel ? primaryIdempotencyStore(channel) : new MemoryIdempotencyStore());
   };
   const storeFailed = (event: H3Event, error: unknown) => {
