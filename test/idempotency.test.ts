@@ -4,6 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { apiKeyAuth } from "../src/entries/auth.js";
+import { createPrometheus } from "../src/entries/metrics.js";
 import type { IpcHandler, IpcRequestType } from "../src/cluster/ipc.js";
 import { installIdempotency } from "../src/idempotency/primary.js";
 import { idempotencyBegin, idempotencyComplete } from "../src/idempotency/ipc.js";
@@ -54,6 +55,23 @@ describe("idempotency", () => {
     expect(outcomes).toEqual(["stored", "replayed"]);
     const lines = logs.entries().filter((entry) => entry.path === "/books");
     expect(lines.map((line) => line.idempotency)).toEqual(["stored", "replayed"]);
+  });
+
+  it("counts outcomes in keelson_idempotency_requests_total{route,outcome} of createPrometheus()", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    const prometheus = createPrometheus();
+    app.use(prometheus);
+    app.route(post("/orders/:id", (ctx) => created({ id: ctx.params.id })).use(idempotency({ store: new MemoryIdempotencyStore() })));
+    const order = (path: string, key: string, body: string) => app.request(path, { method: "POST", headers: { "idempotency-key": key, "content-type": "application/json" }, body });
+    expect((await order("/orders/1", "a", "{}")).status).toBe(201);
+    expect((await order("/orders/1", "a", "{}")).status).toBe(201);
+    expect((await order("/orders/1", "a", "{\"x\":1}")).status).toBe(422);
+    expect((await order("/orders/2", "bad key", "{}")).status).toBe(400);
+    const text = await prometheus.readExposition();
+    expect(text).toContain('keelson_idempotency_requests_total{route="/orders/:id",outcome="stored"} 1');
+    expect(text).toContain('keelson_idempotency_requests_total{route="/orders/:id",outcome="replayed"} 1');
+    expect(text).toContain('keelson_idempotency_requests_total{route="/orders/:id",outcome="mismatch"} 1');
+    expect(text).toContain('keelson_idempotency_requests_total{route="/orders/:id",outcome="invalid"} 1');
   });
 
   it("accepts the draft's Structured Field form of the key as the same key", async () => {
