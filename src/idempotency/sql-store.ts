@@ -1,4 +1,4 @@
-import type { SQLDatabase } from "../sql/database.js";
+import { createTableOnce, type SQLDatabase } from "../sql/database.js";
 import { responseOf, responseText, stateOf } from "./shared-store.js";
 import type { IdempotencyBegin, IdempotencyComplete, IdempotencyRelease, IdempotencyState, IdempotencyStore } from "./store.js";
 
@@ -38,16 +38,9 @@ export function createSQLIdempotencyStore(db: SQLDatabase, options: SQLIdempoten
   const complete = ps(`UPDATE ${table} SET response = $1::text, expires_at = $2::bigint WHERE k = $3::text AND token = $4::text AND response IS NULL`);
   const release = ps(`DELETE FROM ${table} WHERE k = $1::text AND token = $2::text AND response IS NULL`);
   const cleanup = ps(`DELETE FROM ${table} WHERE expires_at <= $1::bigint`);
-  let ready: Promise<unknown> | undefined;
   let cleanupAt = 0;
-
-  const prepare = () => (ready ??= db.migrate((tx) => tx.query(
-    `CREATE TABLE IF NOT EXISTS ${table} (k TEXT PRIMARY KEY, token TEXT NOT NULL, fingerprint TEXT NOT NULL,
-     response TEXT, expires_at BIGINT NOT NULL)`,
-  )).catch((error: unknown) => {
-    ready = undefined;
-    throw error;
-  }));
+  const prepare = createTableOnce(db, `CREATE TABLE IF NOT EXISTS ${table} (k TEXT PRIMARY KEY, token TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, response TEXT, expires_at BIGINT NOT NULL)`);
 
   return {
     async begin(begin: IdempotencyBegin): Promise<IdempotencyState> {
