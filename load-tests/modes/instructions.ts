@@ -10,6 +10,7 @@
 //   (variants such as keelson-ratelimit only when named: --targets keelson,keelson-ratelimit)
 //   (keelson-idempotency adds "POST /books keyed", a fresh Idempotency-Key per request, for every target:
 //   --targets keelson,keelson-idempotency gives the cost of an idempotent POST against the same POST)
+//   (--scenarios "GET /hello,POST /books" counts only the scenarios named; the warm-up still runs them all)
 //   (--accept-encoding VALUE sends `Accept-Encoding: VALUE` on every request: keelson-compress encodes)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
@@ -41,22 +42,25 @@ const { values } = parseArgs({
     origin: { type: "string" },
     "accept-encoding": { type: "string" },
     profile: { type: "string" },
+    scenarios: { type: "string" },
   },
 });
 const acceptEncoding = values["accept-encoding"];
 const targetsNamed = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
 const originHeader = values.origin === undefined ? undefined : checkOrigin(values.origin);
 const keyed = targetsNamed.includes("keelson-idempotency") ? [{ ...KEYED_POST, headers: { ...KEYED_POST.headers, ...(originHeader === undefined ? {} : { origin: originHeader }) } }] : [];
-const SCENARIOS = [...scenariosFor({ origin: originHeader }), ...keyed]
+const only = values.scenarios?.split(",").map((name) => name.trim());
+const WARMUP = [...scenariosFor({ origin: originHeader }), ...keyed]
   .map((s) => (acceptEncoding === undefined ? s : { ...s, headers: { ...s.headers, "accept-encoding": acceptEncoding } }));
+const SCENARIOS = WARMUP.filter((s) => only === undefined || only.includes(s.name));
 const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
 if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
 const targets = targetsNamed;
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
-if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR]`);
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || SCENARIOS.length === 0) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--scenarios "POST /books,POST /books keyed"]`);
   process.exit(2);
 }
 try {
@@ -157,7 +161,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   const origin = `http://127.0.0.1:${port}`;
   const pid = child.pid!;
   // Uncounted: a connection error here only costs a few warm-up requests.
-  await fire(origin, SCENARIOS, warmup);
+  await fire(origin, WARMUP, warmup);
   execFileSync("callgrind_control", ["--instr=on", String(pid)], { stdio: "ignore" });
   const perRequest = new Map<string, number>();
   for (const scenario of SCENARIOS) {

@@ -102,6 +102,19 @@ function parseKey(raw: string, max: number): string | undefined {
   return key.length > 0 && key.length <= max && KEY_CHARS.test(key) ? key : undefined;
 }
 
+/**
+ * The key header as sent, undefined when absent. On Node, from the parsed header object: Headers#get
+ * scans every raw header on each call. A repeated header is joined with ", " either way (then refused).
+ */
+function headerOf(event: H3Event): string | undefined {
+  const nodeReq = event.runtime?.node?.req;
+  if (nodeReq !== undefined) {
+    const value = nodeReq.headers["idempotency-key"];
+    return Array.isArray(value) ? value.join(", ") : value;
+  }
+  return event.req.headers.get("idempotency-key") ?? undefined;
+}
+
 /** Names the outcome in the request's log line and metrics. */
 function note(event: H3Event, outcome: string): void {
   const state = event.context.keelson;
@@ -192,8 +205,12 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
   const o = checkOptions(options);
   const clock = options.clock ?? Date.now;
   const scopeOf = options.scope ?? principalOf;
-  const tokenPrefix = `${process.pid}:`;
+  // The primary frees a dead worker's claims by this prefix; the random part and the counter keep tokens unique.
+  const tokenPrefix = `${process.pid}:${randomBytes(6).toString("base64url")}:`;
+  let claims = 0;
   let store: IdempotencyStore | undefined;
+  // An in-memory store is answered in this turn: no promise, no timer.
+  let local: MemoryIdempotencyStore | undefined;
   let failures = 0;
   const open = (): IdempotencyStore => {
     const channel = getPrimaryChannel();
@@ -207,8 +224,8 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
 
   const middleware = async function idempotencyMiddleware(event: H3Event, next: () => unknown): Promise<unknown> {
     if (!o.methods.has(event.req.method)) return next();
-    const raw = event.req.headers.get("idempotency-key");
-    if (raw === null) {
+    const raw = headerOf(event);
+    if (raw === undefined) {
       if (!o.required) return next();
       note(event, "invalid");
       return errorResponse(createError("IDEMPOTENCY_KEY_INVALID", "Idempotency-Key is required on this route"));
@@ -223,11 +240,15 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
     const fingerprint = createHash("sha256").update(`${event.req.method}\n${url.pathname}${url.search}\n`).update(body).digest("base64url");
     const name = options.name ?? `${event.req.method} ${event.context.matchedRoute?.route ?? url.pathname}`;
     const scoped = digest(`${name}\n${scopeOf(event) ?? ""}\n${key}`);
-    const token = tokenPrefix + randomBytes(12).toString("base64url");
-    store ??= open();
+    const token = tokenPrefix + String(++claims);
+    if (store === undefined) {
+      store = open();
+      local = store instanceof MemoryIdempotencyStore ? store : undefined;
+    }
     let state: IdempotencyState;
     try {
-      state = await withTimeout(store.begin({ key: scoped, fingerprint, token, leaseMs: o.leaseMs, now: clock() }), o.storeTimeoutMs);
+      const begin = { key: scoped, fingerprint, token, leaseMs: o.leaseMs, now: clock() };
+      state = local !== undefined ? local.beginNow(begin) : await withTimeout(store.begin(begin), o.storeTimeoutMs);
     } catch (error) {
       return storeFailed(event, error);
     }
@@ -278,7 +299,9 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
         : { status: response.status ?? 200, headers, body: bytes.toString("base64") };
       note(event, bytes === "over" ? "oversize" : outcome);
       try {
-        await withTimeout(held.complete({ key: scoped, token, response: stored, ttlMs: o.ttlMs, now: clock() }), o.storeTimeoutMs);
+        const complete = { key: scoped, token, response: stored, ttlMs: o.ttlMs, now: clock() };
+        if (local !== undefined) local.completeNow(complete);
+        else await withTimeout(held.complete(complete), o.storeTimeoutMs);
       } catch (error) {
         // The write happened; the key stays claimed until its lease ends, so a retry meanwhile gets 409, not a second run.
         if (failures++ % 100 === 0) console.error(`keelson: idempotency: keeping a response failed: ${(error as Error)?.message ?? String(error)}`);
