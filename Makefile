@@ -112,7 +112,8 @@ fleet: test-prerequisites $(STAMP)
 
 # Instructions per request under valgrind (callgrind): a noise-free complement to `make bench`
 # on a shared VM (about 1 minute per target). Needs valgrind (apt-get install valgrind).
-# TARGETS=keelson,keelson-ratelimit compares a variant with plain keelson.
+# TARGETS=keelson,keelson-ratelimit compares a variant with plain keelson; TARGETS=keelson,keelson-idempotency
+# adds "POST /books keyed" (a fresh Idempotency-Key per request) to both: the cost of an idempotent POST.
 bench-instructions: build-bench
 	node --import tsx load-tests/bench.ts instructions $(if $(TARGETS),--targets $(TARGETS)) $(if $(ACCEPT_ENCODING),--accept-encoding '$(ACCEPT_ENCODING)')
 

@@ -11,7 +11,7 @@ const socket = [
 ];
 const process = [
   "bundle", "cli-*", "client", "lazy-packages", "docs-memory", "docs-page", "example-cluster", "example-config", "fleet", "h3-streams-process", "jobs-*", "lifecycle-*",
-  "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
+  "idempotency-*", "load-shed-process", "logger", "metrics-cluster", "metrics-merge", "openapi-lint", "rate-limit-cluster", "rate-limit-redis", "rate-limit-sql",
   "repository-contract", "request-id-cluster", "sql-*", "streams-cluster", "streams-postgres", "streams-process", "streams-replay", "supervisor*", "tracing-exit", "uploads-process",
   "websockets-process",
 ];

@@ -21,6 +21,7 @@ import { attachWorkerLink, listensWithReusePort, reportWorkerFailure } from "./c
 import { levelRank } from "./logging/level.js";
 import type { Logger } from "./logging/logger.js";
 import { json } from "./http/results.js";
+import { getMiddlewareContract } from "./http/middleware-contract.js";
 import { get, type Controller, type RegisteredRoute, type Route } from "./http/route.js";
 import { OpenStreams } from "./http/open-streams.js";
 import { hub } from "./streams/hub.js";
@@ -178,6 +179,10 @@ export class App implements Router {
     // once the server is up; a route added later is almost always a bug.
     if (this.#lifecycle.state !== "created") throw new Error(`cannot add ${route.method} ${path}: the server has started (add routes before listen())`);
     const handler = compileRoute(route, this.#services, this.config.bodyLimit, { path, checkResponses: this.config.env !== "production" });
+    for (const own of route.options.middleware ?? []) {
+      const refused = getMiddlewareContract(own)?.checkRoute?.(route.method);
+      if (refused !== undefined) throw new Error(`${route.method} ${path}: ${own.name || "middleware"}: ${refused}`);
+    }
     const all = [...middleware, ...(route.options.middleware ?? [])];
     const logLevel = route.options.logLevel;
     // The request line is written after h3 is done with the route: its threshold travels on the match.

@@ -35,12 +35,18 @@ export {
 } from "./rate-limit/rate-limit.js";
 export { addressKey } from "./rate-limit/address.js";
 export { compress, type CompressOptions, type CompressionEncoding } from "./compress/compress.js";
+export { IDEMPOTENCY_KEY_HEADER, IDEMPOTENT_REPLAYED_HEADER, idempotency, type IdempotencyOptions } from "./idempotency/idempotency.js";
+export {
+  IdempotencyStoreFullError, MemoryIdempotencyStore,
+  type IdempotencyBegin, type IdempotencyComplete, type IdempotencyRelease, type IdempotencyState, type IdempotencyStore,
+  type MemoryIdempotencyStoreOptions, type StoredResponse,
+} from "./idempotency/store.js";
 export { InMemoryRepository, type Repository } from "./repository.js";
 export { created, json, noContent } from "./http/results.js";
 export type { FormLimits } from "./http/form.js";
 export {
   describeMiddleware, getMiddlewareContract,
-  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity, type OpenAPISecurityScheme,
+  type MiddlewareContract, type MiddlewareHeaderDoc, type MiddlewareRequestHeaderDoc, type MiddlewareResponseDoc, type MiddlewareSecurity, type OpenAPISecurityScheme,
 } from "./http/middleware-contract.js";
 export type { AuthInfo } from "./http/context.js";
 export {

@@ -17,6 +17,12 @@ export interface MetricsCollector {
   observeJob?(job: string, outcome: string, durationSeconds: number | undefined): void;
   /** An event stream (`kind` `sse`) or WebSocket (`websocket`) of `route` opened: one more open connection. */
   streamOpened?(kind: string, route: string): void;
+  /**
+   * What `idempotency()` did with a request of `route`: `stored`, `replayed`, `conflict` (409, the
+   * key in progress), `mismatch` (422, another request), `released` (5xx or refused before the
+   * handler: nothing kept), `invalid` (400), `oversize` (response kept without its body), `store_error`.
+   */
+  observeIdempotency?(route: string, outcome: string): void;
   /** It ended. Streams are not observed through `observeRequest`: their duration is not a request latency. */
   streamClosed?(kind: string, route: string): void;
   /**

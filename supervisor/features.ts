@@ -1,4 +1,5 @@
 import type { FeatureHost } from "../src/cluster/feature-host.js";
+import { installIdempotency } from "../src/idempotency/primary.js";
 import { installJobs } from "../src/jobs/primary.js";
 import { serveMetricsPort } from "../src/metrics/metrics-port.js";
 import { installClusterMetrics } from "../src/metrics/primary.js";
@@ -22,4 +23,5 @@ export const FEATURES: readonly FeatureInstaller[] = [
   (host, options) => serveMetricsPort(host, installClusterMetrics(host), options),
   (host) => installRateLimits(host),
   (host) => installStreams(host),
+  (host) => installIdempotency(host),
 ];

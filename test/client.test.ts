@@ -153,6 +153,8 @@ describe("keelson client", () => {
         hello: [200, "Bonjour, Ada !", "fr"],
         list: [200, 2, 2, 3],
         created: [201, true, "Dune"],
+        retried: [201, "true", true],
+        reused: [422, "IDEMPOTENCY_KEY_REUSED"],
         one: [200, "Dune"],
         replaced: [200, "Dune Messiah", undefined],
         deleted: [204],

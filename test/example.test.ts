@@ -75,6 +75,22 @@ describe("the bookstore example (in-process)", () => {
     expect((await call("/api/books")).body.total).toBe(4);
   });
 
+  it("creates a book once per Idempotency-Key: a retry gets the first 201 byte for byte, another book with the key a 422", async () => {
+    const once = { ...WRITE, "idempotency-key": "4f1c2b7e-0d55-4c1e-9a63-2f3b8a1d9e10" };
+    const dune = JSON.stringify({ title: "Dune", author: "Frank Herbert", year: 1965 });
+    const first = await app.request("/api/books", { method: "POST", headers: once, body: dune });
+    const firstBody = await first.text();
+    const retry = await app.request("/api/books", { method: "POST", headers: once, body: dune });
+    expect([first.status, retry.status]).toEqual([201, 201]);
+    expect(await retry.text()).toBe(firstBody);
+    expect(retry.headers.get("location")).toBe(first.headers.get("location"));
+    expect([first.headers.get("idempotent-replayed"), retry.headers.get("idempotent-replayed")]).toEqual([null, "true"]);
+    const other = await call("/api/books", { method: "POST", headers: once, body: JSON.stringify({ title: "Dune Messiah", author: "Frank Herbert" }) });
+    expect(other).toMatchObject({ status: 422, body: { code: "IDEMPOTENCY_KEY_REUSED" } });
+    expect((await call("/api/books")).body.total).toBe(4);
+    expect(logs.lines().some((line) => /POST \/api\/books 201/.test(line) && /idempotency=replayed/.test(line))).toBe(true);
+  });
+
   it("rejects an invalid book with 422 and the failing fields", async () => {
     const res = await call("/api/books", { method: "POST", headers: WRITE, body: JSON.stringify({ title: "", year: "1965" }) });
     expect(res.status).toBe(422);

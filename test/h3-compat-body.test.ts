@@ -9,7 +9,7 @@ import type { AddressInfo } from "node:net";
 import { proxyRequest, readBody, readFormData, readMultipartFormData, readRawBody, readValidatedBody } from "h3";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { z } from "zod";
-import { App, post, put } from "../src/index.js";
+import { App, idempotency, MemoryIdempotencyStore, post, put } from "../src/index.js";
 import { describeBoth } from "./helpers/both.js";
 
 const Book = z.object({ title: z.string() });
@@ -37,6 +37,9 @@ const json = (value: unknown, extra: Record<string, string> = {}): RequestInit =
   method: "POST", headers: { "content-type": "application/json", ...extra }, body: JSON.stringify(value),
 });
 
+const once = () => idempotency({ store: new MemoryIdempotencyStore() });
+const key = (k: string) => ({ "idempotency-key": k });
+
 describeBoth("h3's body readers", (base) => {
   const app = new App({ ...base, bodyLimit: 1000 });
   app.route(post("/read-body", (ctx) => readBody(ctx.event)));
@@ -50,6 +53,10 @@ describeBoth("h3's body readers", (base) => {
   app.route(post("/ctx-body", (ctx) => ({ body: ctx.body as unknown })));
   app.route(put("/proxy", (ctx) => proxyRequest(ctx.event, `${upstreamUrl}/echo`)));
   app.route(post("/proxy-schema", { body: Book }, (ctx) => proxyRequest(ctx.event, `${upstreamUrl}/echo`)));
+  // idempotency() reads the body first (its fingerprint): the route's readers must still get it.
+  app.route(post("/once/schema-and-read-body", { body: Book }, async (ctx) => ({ keelson: ctx.body, h3: await readBody(ctx.event) })).use(once()));
+  app.route(post("/once/form", async (ctx) => Object.fromEntries((await readFormData(ctx.event)).entries())).use(once()));
+  app.route(post("/once/small", { body: Book, bodyLimit: 20 }, (ctx) => ctx.body).use(once()));
   app.httpEngine.post("/engine/read-body", (event) => readBody(event));
   app.httpEngine.post("/engine/validated", (event) => readValidatedBody(event, Book));
   app.httpEngine.post("/engine/proxy", (event) => proxyRequest(event, `${upstreamUrl}/echo`));
@@ -140,5 +147,26 @@ describeBoth("h3's body readers", (base) => {
     const res = await target().fetch("/proxy-schema", json({ title: "Dune" }));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ method: "POST", type: "application/json", body: JSON.stringify({ title: "Dune" }) });
+  });
+
+  it("after idempotency() read the body: ctx.body, readBody and readFormData see it; a repeat replays; the route's bodyLimit still holds", async () => {
+    const first = await target().fetch("/once/schema-and-read-body", json({ title: "Dune" }, key("k1")));
+    expect(first.status).toBe(200);
+    expect(await first.json()).toEqual({ keelson: { title: "Dune" }, h3: { title: "Dune" } });
+    const form = await target().fetch("/once/form", { method: "POST", headers: key("k2"), body: new URLSearchParams({ a: "1" }) });
+    expect(form.status).toBe(200);
+    expect(await form.json()).toEqual({ a: "1" });
+    const again = await target().fetch("/once/form", { method: "POST", headers: key("k2"), body: new URLSearchParams({ a: "1" }) });
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual({ a: "1" });
+    // Streamed (no Content-Length): idempotency() reads it under its own 1 MiB; the route's 20 bytes still refuse it.
+    const chunked = new ReadableStream<Uint8Array>({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(JSON.stringify({ title: "x".repeat(40) })));
+        controller.close();
+      },
+    });
+    const big = await target().fetch("/once/small", { method: "POST", headers: { "content-type": "application/json", ...key("k3") }, body: chunked, duplex: "half" } as RequestInit);
+    expect(big.status).toBe(413);
   });
 });

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { App, post, rateLimit } from "../src/index.js";
+import { App, idempotency, MemoryIdempotencyStore, post, rateLimit } from "../src/index.js";
 import { jwtAuth } from "../src/entries/auth.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -89,6 +89,11 @@ describe("options that bound a client's input refuse an unbounded value", () => 
     ["breaker.resetMs", () => rateLimit({ limit: 1, windowMs: 1000, breaker: { resetMs: Number.POSITIVE_INFINITY } })],
     ["shutdownTimeout", () => new App({ port: 0, shutdownTimeout: Number.POSITIVE_INFINITY })],
     ["loadShedding.maxInflight", () => new App({ port: 0, loadShedding: { maxInflight: Number.POSITIVE_INFINITY } })],
+    ["maxKeyLength", () => idempotency({ maxKeyLength: Number.POSITIVE_INFINITY })],
+    ["maxBodyBytes", () => idempotency({ maxBodyBytes: Number.NaN })],
+    ["maxResponseBytes", () => idempotency({ maxResponseBytes: Number.POSITIVE_INFINITY })],
+    ["leaseMs", () => idempotency({ leaseMs: Number.POSITIVE_INFINITY })],
+    ["maxBytes", () => new MemoryIdempotencyStore({ maxBytes: Number.POSITIVE_INFINITY })],
   ])("%s", (name, make) => {
     expect(make).toThrow(new RegExp(name.replace("route ", "").replace(".", "\\.")));
   });

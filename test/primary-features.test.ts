@@ -30,7 +30,7 @@ function importsOf(file: string): string[] {
 }
 
 describe("cluster features on the primary", () => {
-  it("FEATURES installs jobs, cluster metrics with their port, rate limits and streams through the host alone", () => {
+  it("FEATURES installs jobs, cluster metrics with their port, rate limits, streams and idempotency keys through the host alone", () => {
     const handled: string[] = [];
     const heard: string[] = [];
     let workerListeners = 0;
@@ -46,9 +46,9 @@ describe("cluster features on the primary", () => {
     };
     const options = resolveOptions({ entry: "app.ts", workers: 1, metricsPort: 0, controlSocket: false });
     for (const install of FEATURES) install(host, options);
-    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take", "streams:publish", "streams:replay", "streams:piece"]);
+    expect(handled).toEqual(["metrics:cluster", "metrics:final", "ratelimit:take", "streams:publish", "streams:replay", "streams:piece", "idempotency:begin", "idempotency:complete", "idempotency:release"]);
     expect(heard).toEqual(["metrics:hello", "streams:interest"]);
-    expect([workerListeners, stopListeners]).toEqual([3, 1]);
+    expect([workerListeners, stopListeners]).toEqual([4, 1]);
   });
 
   it("a feature in the list sees every worker, serves its requests, hears its messages, and is told when stopping begins", async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Middleware } from "h3";
 import { z } from "zod";
 import {
-  created, del, get, notFound, pageOf, pageQuery, post, put, type Controller, type Module, type Repository, type Route,
+  created, del, get, idempotency, notFound, pageOf, pageQuery, post, put, type Controller, type Module, type Repository, type Route,
 } from "../../src/index.js";
 import { createSQLRepository, type SQLDatabase } from "../../src/entries/sql.js";
 import { CoverStore, CoversController } from "./covers.js";
@@ -71,8 +71,12 @@ export class BooksController implements Controller {
         return created(await books.create(ctx.event.req.signal, book), `/api/books/${book.id}`);
       })
         .use(writer)
+        // After the writer: keys are per principal. A client that retries with its Idempotency-Key
+        // gets the first 201 again, never a second book; keys live in the supervisor's primary
+        // (several pods would pass createSQLIdempotencyStore(db)).
+        .use(idempotency())
         .tag("books")
-        .describe("Add a book"),
+        .describe("Add a book", "Send an `Idempotency-Key` (a UUID per book) to retry safely: a repeat gets the first response, marked `Idempotent-Replayed: true`."),
       put("/books/:id", { params: BookId, body: NewBook, responses: { 200: Book, 404: { description: "No book with this id" } } }, async (ctx) => {
         const book = await books.update(ctx.event.req.signal, ctx.params.id, { id: ctx.params.id, ...ctx.body });
         if (!book) throw notFound(`no book with id ${ctx.params.id}`);

@@ -14,7 +14,7 @@ export const ALL_TARGETS = [
  * Variants measured only where asked for by name (`--targets`), never in the default peer
  * comparison: keelson with one more feature on, against the plain `keelson` target.
  */
-export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit", "keelson-schemas", "keelson-compress"];
+export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit", "keelson-schemas", "keelson-compress", "keelson-idempotency"];
 
 /** Targets whose bundled cold start `make bench` also measures: keelson's full stack and its baseline. */
 export const BUNDLED_TARGETS: readonly string[] = ["h3", "keelson"];
@@ -40,6 +40,16 @@ export interface Config {
 }
 
 /** The scenarios as sent: with the `Origin` header when the run asks for browser traffic. */
+/**
+ * POST /books with a fresh `Idempotency-Key` per request (autocannon's `[<id>]`, replaced on each
+ * request): run against every target when keelson-idempotency is one, so both sides send the same bytes.
+ */
+export const KEYED_POST: Scenario = { ...SCENARIOS[2]!, name: "POST /books keyed", headers: { "idempotency-key": "[<id>]" } };
+
+/** Whether a request asks autocannon to put a fresh id where it says `[<id>]`. */
+export const needsIds = (specs: readonly { headers?: Record<string, string> }[]): boolean =>
+  specs.some((spec) => Object.values(spec.headers ?? {}).some((value) => value.includes("[<id>]")));
+
 export function scenariosFor(config: Pick<Config, "origin">): Scenario[] {
   return config.origin === undefined ? SCENARIOS : SCENARIOS.map((s) => ({ ...s, headers: { origin: config.origin! } }));
 }

@@ -17,6 +17,8 @@ declare module "autocannon" {
     amount?: number;
     timeout?: number;
     requests?: Request[];
+    /** Replace `[<id>]` in each request (headers and body included) with a fresh id. */
+    idReplacement?: boolean;
   }
   export interface Histogram {
     average: number;

@@ -23,6 +23,7 @@ export const WORK: Readonly<Record<string, Work>> = {
   keelson: FULL,
   "keelson-schemas": FULL,
   "keelson-ratelimit": FULL,
+  "keelson-idempotency": FULL,
   "keelson-otel": FULL_SDK,
   "fastify-full": FULL,
   "fastify-full-otel": FULL_SDK,

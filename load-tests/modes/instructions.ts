@@ -8,6 +8,9 @@
 //   (--origin sends `Origin: URL` on every request, warm-up included: browser traffic, CORS active;
 //   --profile keeps each target's counted windows as callgrind files in DIR for callgrind_annotate)
 //   (variants such as keelson-ratelimit only when named: --targets keelson,keelson-ratelimit)
+//   (keelson-idempotency adds "POST /books keyed", a fresh Idempotency-Key per request, for every target:
+//   --targets keelson,keelson-idempotency gives the cost of an idempotent POST against the same POST)
+//   (--scenarios "GET /hello,POST /books" counts only the scenarios named; the warm-up still runs them all)
 //   (--accept-encoding VALUE sends `Accept-Encoding: VALUE` on every request: keelson-compress encodes)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
@@ -24,7 +27,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { ALL_TARGETS, checkOrigin, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
+import { ALL_TARGETS, checkOrigin, KEYED_POST, needsIds, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
 import { builtServers } from "../lib/build.js";
 import { killAllChildren as killAll, adopt as track } from "../../harness/child.js";
 import { freePort } from "../lib/server.js";
@@ -39,19 +42,25 @@ const { values } = parseArgs({
     origin: { type: "string" },
     "accept-encoding": { type: "string" },
     profile: { type: "string" },
+    scenarios: { type: "string" },
   },
 });
 const acceptEncoding = values["accept-encoding"];
-const SCENARIOS = scenariosFor({ origin: values.origin === undefined ? undefined : checkOrigin(values.origin) })
+const targetsNamed = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
+const originHeader = values.origin === undefined ? undefined : checkOrigin(values.origin);
+const keyed = targetsNamed.includes("keelson-idempotency") ? [{ ...KEYED_POST, headers: { ...KEYED_POST.headers, ...(originHeader === undefined ? {} : { origin: originHeader }) } }] : [];
+const only = values.scenarios?.split(",").map((name) => name.trim());
+const WARMUP = [...scenariosFor({ origin: originHeader }), ...keyed]
   .map((s) => (acceptEncoding === undefined ? s : { ...s, headers: { ...s.headers, "accept-encoding": acceptEncoding } }));
+const SCENARIOS = WARMUP.filter((s) => only === undefined || only.includes(s.name));
 const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);
 if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
-const targets = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
+const targets = targetsNamed;
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
-if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0)) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR]`);
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || SCENARIOS.length === 0) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--scenarios "POST /books,POST /books keyed"]`);
   process.exit(2);
 }
 try {
@@ -84,7 +93,7 @@ interface Fired {
 function fire(origin: string, scenarios: readonly Scenario[], amount: number): Promise<Fired> {
   return new Promise((resolve, reject) => {
     autocannon({
-      url: origin, connections: 10, pipelining: 10, amount, timeout: 120,
+      url: origin, connections: 10, pipelining: 10, amount, timeout: 120, idReplacement: needsIds(scenarios),
       requests: scenarios.map((s) => ({
         method: s.method, path: s.path,
         ...(s.body === undefined ? {} : { body: s.body }),
@@ -152,7 +161,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   const origin = `http://127.0.0.1:${port}`;
   const pid = child.pid!;
   // Uncounted: a connection error here only costs a few warm-up requests.
-  await fire(origin, SCENARIOS, warmup);
+  await fire(origin, WARMUP, warmup);
   execFileSync("callgrind_control", ["--instr=on", String(pid)], { stdio: "ignore" });
   const perRequest = new Map<string, number>();
   for (const scenario of SCENARIOS) {

@@ -104,6 +104,17 @@ function parametersOf(route: Route, pathParams: string[], ctx: OperationContext,
   return [...path, ...(query ? objectParameters(query, "query", ctx, `${id}Query`) : [])];
 }
 
+/** The request headers middleware reads (`Idempotency-Key`), as header parameters. */
+function headerParameters(contracts: readonly MiddlewareContract[]): OpenAPIParameter[] {
+  const parameters: OpenAPIParameter[] = [];
+  for (const contract of contracts) {
+    for (const [name, doc] of Object.entries(contract.requestHeaders ?? {})) {
+      parameters.push({ name, in: "header", required: doc.required === true, description: doc.description, schema: doc.schema ?? { type: "string" } });
+    }
+  }
+  return parameters;
+}
+
 function declaredResponse(status: number, doc: ResponseDoc, ctx: OperationContext, id: string): OpenAPIResponse | OpenAPIRef {
   const known = ERROR_RESPONSES.get(status);
   if (!doc.schema && status >= 400) {
@@ -199,10 +210,11 @@ function securityOf(named: readonly string[] | undefined, contracts: readonly Mi
 /** The operation of a route declared through keelson, with every schema and option it carries. */
 export function routeOperation(route: Route, path: string, ctx: OperationContext, middleware: readonly Middleware[] = []): OpenAPIOperation {
   const o = route.options;
-  const contracts = middleware.map(getMiddlewareContract).filter((c): c is MiddlewareContract => c !== undefined);
+  const contracts = middleware.map(getMiddlewareContract)
+    .filter((c): c is MiddlewareContract => c !== undefined && (c.methods === undefined || c.methods.includes(route.method)));
   const id = o.operationId ?? deriveOperationId(route.method, path);
   const { params } = toOpenAPIPath(path);
-  const parameters = parametersOf(route, params, ctx, id);
+  const parameters = [...parametersOf(route, params, ctx, id), ...headerParameters(contracts)];
   const operation: Partial<OpenAPIOperation> = { operationId: id };
   if (o.summary) operation.summary = o.summary;
   if (o.description) operation.description = o.description;

@@ -5,3 +5,4 @@ export { createSQLRateLimitStore, type SQLRateLimitStoreOptions } from "../rate-
 export { createSQLRepository, type ColumnType, type SQLRepository, type SQLRepositoryOptions } from "../sql/repository.js";
 export { createSQLJobStore, type SQLJobStoreOptions } from "../jobs/sql-store.js";
 export { openSQLite, type SQLiteOptions } from "../sql/sqlite.js";
+export { createSQLIdempotencyStore, type SQLIdempotencyStoreOptions } from "../idempotency/sql-store.js";

@@ -51,7 +51,7 @@ export function bodyIncomplete(cause: unknown) {
  * (srvx's NodeRequest → ReadableStream, plus h3's size-limiting TransformStream) cost more than
  * the rest of a small POST together; this stays on Node streams and stops at the limit.
  */
-function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
+function readNodeBody<T>(req: IncomingMessage, limit: number, finish: (bytes: Buffer) => T): Promise<T> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -78,7 +78,7 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
       // srvx's request answers its body readers from `rawBody` once the stream is spent: h3's
       // readBody, readValidatedBody, readFormData and proxyRequest read these bytes again.
       (req as IncomingMessage & { rawBody?: Buffer }).rawBody = bytes;
-      resolve(bytes.toString("utf8"));
+      resolve(finish(bytes));
     };
     const onError = (error: Error) => {
       cleanup();
@@ -92,19 +92,28 @@ function readNodeBody(req: IncomingMessage, limit: number): Promise<string> {
   });
 }
 
+const utf8 = (bytes: Buffer) => bytes.toString("utf8");
+const same = (bytes: Buffer) => bytes;
+
 function readText(event: H3Event, limit: number): Promise<string> {
+  const early = event.context.keelsonBody;
+  if (early !== undefined) return early.byteLength > limit ? Promise.reject(tooLarge(limit)) : Promise.resolve(utf8(early));
+  return readBytes(event, limit, utf8, (req) => req.text());
+}
+
+function readBytes<T>(event: H3Event, limit: number, finish: (bytes: Buffer) => T, web: (copy: Request) => Promise<T>): Promise<T> {
   const nodeReq = event.runtime?.node?.req as IncomingMessage | undefined;
   if (nodeReq && !nodeReq.readableEnded && !nodeReq.readableFlowing) {
     // Bytes that arrived while a middleware awaited wait in the stream's buffer and come first.
     // A client that left meanwhile: its 'aborted' and 'error' have fired already, none would again.
     if (nodeReq.destroyed) return Promise.reject(bodyIncomplete(nodeReq.errored ?? new Error("request aborted")));
-    return readNodeBody(nodeReq, limit);
+    return readNodeBody(nodeReq, limit, finish);
   }
   assertBodySize(event, limit);
   // A copy is read, so that the request's own body is still there for h3's readers.
   // The web-stream path reports a client that went away as an AbortError, or as Node's own
   // `aborted` error (ECONNRESET) when the Node request failed first.
-  return event.req.clone().text().catch((error: unknown) => {
+  return web(event.req.clone()).catch((error: unknown) => {
     const { name, code } = (error ?? {}) as { name?: string; code?: string };
     throw name === "AbortError" || code === "ECONNRESET" ? bodyIncomplete(error) : error;
   });
@@ -191,6 +200,26 @@ function startReading(event: H3Event, limit: number, strict: boolean): Promise<s
     return new NotJSONBody(error);
   }
   return readText(event, limit);
+}
+
+/**
+ * Reads a request's body before the route does (idempotency's fingerprint needs its bytes),
+ * whatever its media type, with a 413 over `limit`. The route's JSON reader then gets the same
+ * bytes (413 past its own limit), and h3's readers the same bytes (srvx's `rawBody`; elsewhere a copy was read). A media
+ * type the route does not take is still the route's to refuse. Empty when there is no body.
+ */
+export function readBodyEarly(event: H3Event, limit: number): Promise<Buffer> {
+  const { length, chunked } = bodyHeaders(event);
+  if (length === "0" || (length === null && !chunked)) return Promise.resolve(Buffer.alloc(0));
+  if (length !== null && Number(length) > limit) return Promise.reject(tooLarge(limit));
+  return readBytes(event, limit, same, async (req) => Buffer.from(await req.arrayBuffer())).then((bytes) => (event.context.keelsonBody = bytes));
+}
+
+declare module "h3" {
+  interface H3EventContext {
+    /** The body a middleware read before the route (readBodyEarly). */
+    keelsonBody?: Buffer;
+  }
 }
 
 /**

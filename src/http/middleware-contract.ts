@@ -24,6 +24,11 @@ export interface MiddlewareResponseDoc {
   headers?: Record<string, MiddlewareHeaderDoc>;
 }
 
+/** A request header a middleware reads, as the OpenAPI document lists it (a header parameter). */
+export interface MiddlewareRequestHeaderDoc extends MiddlewareHeaderDoc {
+  required?: boolean;
+}
+
 /** The credential a middleware requires: a security scheme of the document, and the scopes it checks. */
 export interface MiddlewareSecurity {
   /** The scheme's name in `components.securitySchemes` (a scheme of that name in `docs.securitySchemes` wins). */
@@ -43,6 +48,15 @@ export interface MiddlewareContract {
   /** Headers the middleware sets on every response it lets through. */
   headers?: Readonly<Record<string, MiddlewareHeaderDoc>>;
   security?: MiddlewareSecurity;
+  /** Request headers the middleware reads, listed as header parameters. */
+  requestHeaders?: Readonly<Record<string, MiddlewareRequestHeaderDoc>>;
+  /** The methods it acts on (upper case); on other routes it passes through and adds nothing. Default: all. */
+  methods?: readonly string[];
+  /**
+   * Asked when the middleware is put on a route itself (`route.use()`): a reason to refuse the
+   * route, thrown at registration with the route's name, or undefined.
+   */
+  checkRoute?: (method: string) => string | undefined;
 }
 
 const CONTRACTS = new WeakMap<Middleware, MiddlewareContract>();

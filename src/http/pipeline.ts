@@ -165,8 +165,10 @@ export class RequestPipeline {
       const traceId = state?.span.traceId ?? "";
       const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
       const requestId = state?.requestId ?? generateRequestId();
-      this.#logger.request({ method, path, status, durationMs, requestId, traceId: traceId === "" ? undefined : traceId }, context?.matchedRoute?.meta?.keelsonLogRank);
+      const idempotency = state?.idempotency;
+      this.#logger.request({ method, path, status, durationMs, requestId, traceId: traceId === "" ? undefined : traceId, idempotency }, context?.matchedRoute?.meta?.keelsonLogRank);
       this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
+      if (idempotency !== undefined) this.metrics?.observeIdempotency?.(route ?? UNMATCHED_ROUTE, idempotency);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.
       if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
       // onRequest put the id on the response; a request answered before onRequest gets it here.

@@ -33,6 +33,8 @@ export class RequestState {
    * again for an event stream to register with the drain.
    */
   streamedBody: boolean;
+  /** What `idempotency()` did with the request (`replayed`, `conflict`, …): named in its log line and counted. */
+  idempotency: string | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string) {
     this.event = event;
@@ -46,6 +48,7 @@ export class RequestState {
     this.streamedBody = false;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
     if ((event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
+    this.idempotency = undefined;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */

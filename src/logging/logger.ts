@@ -28,6 +28,8 @@ export interface RequestLogEntry {
   durationMs: number;
   requestId?: string;
   traceId?: string;
+  /** What `idempotency()` did with the request (`replayed`, `conflict`, …), when it ran. */
+  idempotency?: string;
 }
 
 /** Settings for `new Logger()`; application code uses newLogger() instead. */
@@ -141,18 +143,20 @@ export class Logger {
       let ids = "";
       if (entry.requestId !== undefined) ids += " request_id=" + escapeText(entry.requestId);
       if (entry.traceId !== undefined) ids += " trace_id=" + escapeText(entry.traceId);
+      if (entry.idempotency !== undefined) ids += " idempotency=" + escapeText(entry.idempotency);
       this.#sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}${ids}\n`);
       return;
     }
     // Cached parts, not JSON.stringify of an object: this runs once per request.
     const line = level.head.read(Date.now()) + methodPart(entry.method) + jsonString(entry.path) + statusPart(code) + duration;
-    if (entry.requestId === undefined && entry.traceId === undefined) {
+    if (entry.requestId === undefined && entry.traceId === undefined && entry.idempotency === undefined) {
       this.#sink.write(line + '"}\n');
       return;
     }
     let ids = '"';
     if (entry.requestId !== undefined) ids += `,"request_id":${jsonString(entry.requestId)}`;
     if (entry.traceId !== undefined) ids += `,"trace_id":${jsonString(entry.traceId)}`;
+    if (entry.idempotency !== undefined) ids += `,"idempotency":${jsonString(entry.idempotency)}`;
     this.#sink.write(line + ids + "}\n");
   }
 

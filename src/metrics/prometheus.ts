@@ -217,7 +217,23 @@ function withShedCounter(histogram: RequestHistogram, registry: () => Registry, 
       shed.inc({ reason });
     },
     observeJob: jobMetrics(registry, prefix),
+    observeIdempotency: idempotencyMetrics(registry, prefix),
     ...streamMetrics(registry, prefix),
+  };
+}
+
+/**
+ * `keelson_idempotency_requests_total{route,outcome}`: what `idempotency()` did (stored, replayed,
+ * conflict, mismatch, released, invalid, oversize, store_error), registered at the first one.
+ */
+function idempotencyMetrics(registry: () => Registry, prefix: string): NonNullable<MetricsCollector["observeIdempotency"]> {
+  let counter: Counter | undefined;
+  return (route, outcome) => {
+    counter ??= new (loadPromClient().Counter)({
+      name: `${prefix}keelson_idempotency_requests_total`, help: "Requests with an Idempotency-Key, by route and outcome (stored, replayed, conflict, mismatch, released, invalid, oversize, store_error).",
+      labelNames: ["route", "outcome"], registers: [registry()],
+    });
+    counter.inc({ route, outcome });
   };
 }
 

@@ -1,6 +1,6 @@
 import { capacityOf, leaseSize, retryMsOf, windowOf, type RateLimitGrant, type RateLimitTake } from "./window.js";
 import type { RateLimitStore } from "./window.js";
-import type { SQLDatabase } from "../sql/database.js";
+import { createTableOnce, type SQLDatabase } from "../sql/database.js";
 
 /** Options of `createSQLRateLimitStore()`. */
 export interface SQLRateLimitStoreOptions {
@@ -38,16 +38,9 @@ export function createSQLRateLimitStore(db: SQLDatabase, options: SQLRateLimitSt
        ON CONFLICT (bucket, win) DO UPDATE SET granted = ${grant(p(0, "int"), p(0, "int"))}, used = ${table}.used + ${grant(p(0, "int"), p(0, "int"))}
        RETURNING used, granted`;
   const previousOf = pg ? `SELECT used FROM ${table} WHERE bucket = $1::text AND win = $2::bigint` : `SELECT used FROM ${table} WHERE bucket = ? AND win = ?`;
-  let ready: Promise<unknown> | undefined;
   let cleanupAt = 0;
-
-  const prepare = () => (ready ??= db.migrate((tx) => tx.query(
-    `CREATE TABLE IF NOT EXISTS ${table} (bucket TEXT NOT NULL, win BIGINT NOT NULL, used INTEGER NOT NULL,
-     granted INTEGER NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (bucket, win))`,
-  )).catch((error: unknown) => {
-    ready = undefined;
-    throw error;
-  }));
+  const prepare = createTableOnce(db, `CREATE TABLE IF NOT EXISTS ${table} (bucket TEXT NOT NULL, win BIGINT NOT NULL,
+    used INTEGER NOT NULL, granted INTEGER NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (bucket, win))`);
 
   return {
     async take(take: RateLimitTake): Promise<RateLimitGrant> {

@@ -28,3 +28,15 @@ export interface SQLDatabase extends SQLExecutor {
   /** Closes the connection(s); queries after it reject. Resolves once everything is released. */
   close(): Promise<void>;
 }
+
+/**
+ * `CREATE TABLE IF NOT EXISTS …` run in a migration at the first call, then never again; a failure
+ * (the database was down) is tried again at the next call. What a store's first use awaits.
+ */
+export function createTableOnce(db: SQLDatabase, ddl: string): () => Promise<unknown> {
+  let ready: Promise<unknown> | undefined;
+  return () => (ready ??= db.migrate((tx) => tx.query(ddl)).catch((error: unknown) => {
+    ready = undefined;
+    throw error;
+  }));
+}
