@@ -1,6 +1,5 @@
 // Worker logs under the supervisor, as real processes: every line names its process, and long
-// lines written by two workers at once come out whole, through the primary's relay to a pipe, and
-// written by the workers themselves to a file, where they do not wait for the primary.
+// lines written by two workers at once come out whole.
 import { afterEach, describe, expect, it } from "vitest";
 import { get, killAll, readyWorkers, startSupervisor } from "./fixtures/supervisor-harness.js";
 
@@ -43,40 +42,6 @@ describe("supervisor: worker log lines", () => {
       else expect(workers.map((w) => w.pid)).toContain(entry.pid);
     }
     expect(entries.filter((e) => e.worker === "primary").length).toBeGreaterThan(4);
-  });
-
-  it("stdout a file: a worker's log lines reach it without the primary; lines of 2 workers at once come out whole", async () => {
-    const run = await startSupervisor(["--workers", "2"], {
-      env: { NODE_ENV: "production", KEELSON_LOG_BUFFER_BYTES: String(32 * 1024 * 1024) }, output: "file",
-    });
-    await run.waitFor(/worker\(s\) ready in/);
-    // A request whose line is written while the primary is stopped: a relay in the primary would hold it.
-    const from = run.output().length;
-    const slow = get(run.port, "/slow?ms=1500");
-    await run.waitFor(/slow request started/, 20_000, from);
-    process.kill(run.pid, "SIGSTOP");
-    try {
-      await run.waitFor(/"method":"GET","path":"\/slow"/, 10_000, from);
-    } finally {
-      process.kill(run.pid, "SIGCONT");
-    }
-    expect((await slow).status).toBe(200);
-
-    // Long lines and short ones (the request lines) from both workers at once, each writing the file itself.
-    const bursts = await Promise.all([0, 1, 2, 3].map(() => get(run.port, `/burst?count=${LINES}&bytes=${LINE_BYTES}`)));
-    expect(new Set(bursts.map((b) => b.body.pid)).size).toBe(2);
-    process.kill(run.pid, "SIGTERM");
-    expect(await run.exited).toEqual({ code: 0, signal: null });
-    const entries = run.output().trimEnd().split("\n").map((line) => {
-      try {
-        return JSON.parse(line) as { worker?: string; message?: string };
-      } catch {
-        throw new Error(`not one JSON line (${line.length} chars): ${line.slice(0, 120)}…`);
-      }
-    });
-    const burstLines = entries.filter((e) => e.message?.length === LINE_BYTES);
-    expect(burstLines).toHaveLength(LINES * bursts.length);
-    for (const entry of burstLines) expect(entry.worker).toBe(entry.message?.split(":")[0]);
   });
 
   it("text: worker lines start with [w<id> <pid>] after the time, the primary's with [primary <pid>]", async () => {

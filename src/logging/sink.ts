@@ -11,7 +11,7 @@
  * and once the reader has taken the backlog a line says how many were lost. At exit the
  * backlog gets a bounded time (`EXIT_DRAIN_MS`) to go out.
  */
-import { fstatSync, writeSync } from "node:fs";
+import { writeSync } from "node:fs";
 
 /** Anything with a write(string) method: a stream, a test capture, ... (Go's io.Writer). */
 export interface LogWriter {
@@ -56,8 +56,7 @@ let droppedTotal = 0;
 const sleepCell = new Int32Array(new SharedArrayBuffer(4));
 // Under the supervisor, a worker's stdout and stderr are pipes to the primary, which relays them;
 // the service's real ones stay open as KEELSON_LOG_FDS ("4,5"). When the primary is gone (EPIPE),
-// the lines go there instead of being lost while the worker drains. When a real one is a regular
-// file, the worker's loggers write there from the start (see directTarget).
+// the lines go there instead of being lost while the worker drains.
 const fallbackFds = readFallbackFds(process.env.KEELSON_LOG_FDS);
 const bufferLimit = readBufferLimit(process.env.KEELSON_LOG_BUFFER_BYTES);
 
@@ -81,10 +80,7 @@ export class Sink {
   private drainWaiters: Array<() => void> = [];
 
   constructor(private output: LogOutput) {
-    if (output === 1 || output === 2) {
-      makeNonBlocking(output);
-      this.output = directTarget(output) ?? output;
-    }
+    if (output === 1 || output === 2) makeNonBlocking(output);
   }
 
   /** Queues one complete line (with its trailing newline). */
@@ -286,26 +282,6 @@ export function sinkFor(output: LogOutput): Sink {
 export function bypassRelay(): void {
   for (const [fd, original] of fallbackFds) sinkFor(fd).redirect(original);
   fallbackFds.clear();
-}
-
-/**
- * In a supervised worker, the service's own stdout (or stderr) instead of the pipe to the
- * primary's relay, when it is a regular file; undefined otherwise. Every process of the service
- * shares that file's one open file description, and Linux runs each write(2) to a regular file
- * whole under the file's lock, at the shared offset: the lines of several processes, whole lines
- * per write, never interleave there and never overwrite each other, so the primary's copy of every
- * line (a read and a write per batch) is saved. A pipe, a socket or a terminal gives no such
- * promise past 4096 bytes (PIPE_BUF): a write the reader's pace splits in two lets another
- * process's line in between, so there only one process may write lines of any length, the relay.
- */
-function directTarget(fd: 1 | 2): number | undefined {
-  const real = fallbackFds.get(fd);
-  if (real === undefined) return undefined;
-  try {
-    return fstatSync(real).isFile() ? real : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 function readFallbackFds(value: string | undefined): Map<number, number> {
