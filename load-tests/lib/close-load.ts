@@ -1,12 +1,14 @@
 // A load of one new TCP connection per request, which autocannon cannot make (it keeps its
-// connections alive): `close-load.ts <port> <concurrency> <seconds> [path]` keeps `concurrency`
-// requests in flight, each `GET path` with `Connection: close` on a fresh connection, for `seconds`,
-// then prints one line `RESULT {"ok":…,"failed":…,"errors":{…},"seconds":…}` and exits. Raw sockets,
-// not node:http with `agent: false`: the generator's own cost per connection stays small, so one
-// core of it can keep a server core busy.
+// connections alive): `close-load.ts <port> <concurrency> <seconds> [path] [rate]` keeps
+// `concurrency` requests in flight, each `GET path` with `Connection: close` on a fresh connection,
+// for `seconds`, at most `rate` connections per second in all when given (so two servers compare at
+// the same rate: a primary's cost per connection falls as more of them arrive per wake-up), then
+// prints one line `RESULT {"ok":…,"failed":…,"errors":{…},"seconds":…}` and exits. Raw sockets, not
+// node:http with `agent: false`: the generator's own cost per connection stays small, so one core
+// of it can keep a server core busy.
 import * as net from "node:net";
 
-const [portArg, concurrencyArg = "50", secondsArg = "10", path = "/hello"] = process.argv.slice(2);
+const [portArg, concurrencyArg = "50", secondsArg = "10", path = "/hello", rateArg] = process.argv.slice(2);
 const port = Number(portArg);
 const seconds = Number(secondsArg);
 if (!Number.isInteger(port) || !(seconds > 0)) throw new Error("usage: close-load.ts <port> <concurrency> <seconds> [path]");
@@ -44,8 +46,18 @@ function once(): Promise<void> {
   });
 }
 
+const interval = rateArg === undefined ? 0 : 1000 / Number(rateArg);
+let next = started;
+
 async function loop(): Promise<void> {
-  while (performance.now() < deadline) await once();
+  while (performance.now() < deadline) {
+    if (interval > 0) {
+      // Each connection takes the next slot of the schedule, whichever loop is free.
+      const wait = (next = Math.max(next + interval, performance.now())) - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    await once();
+  }
 }
 
 await Promise.all(Array.from({ length: Number(concurrencyArg) }, loop));
