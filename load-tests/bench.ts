@@ -40,7 +40,7 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
       "--duration S       seconds of load per measurement (default 10)",
       "--warmup S         uncounted seconds of each load first (default 2)",
       "--connections N    concurrent connections in both loads (default 50)",
-      "--only 2,5         also measure only these rows (1-based; bare h3, row 1, always runs)",
+      "--only 2,5         measure only these rows (1-based) besides bare h3 (row 1, the baseline)",
     ],
   },
   startup: {

@@ -4,7 +4,7 @@
 // keep-alive connections (autocannon) and with a new TCP connection per request (lib/close-load.ts).
 // The figure is requests per server CPU-second, the server being its whole process tree from /proc
 // (primary, workers, PM2's daemon), with how the workers split the work.
-//   node --import tsx load-tests/bench.ts cluster [--rounds 6] [--duration 10] [--warmup 2] [--connections 50] [--only a,b]
+//   node --import tsx load-tests/bench.ts cluster [--rounds 6] [--duration 10] [--warmup 2] [--connections 50] [--only 2,5]
 // ROUNDS=N sets the default of --rounds (make bench MODE=cluster ROUNDS=1). The reuseport balancer
 // needs net.ipv4.tcp_migrate_req=1: when the host has it off the mode reruns itself in a network
 // namespace of its own with it on (root and `ip netns`), else it skips keelson's reuseport row and
@@ -66,7 +66,7 @@ const client = new LoadClient(pinning.load, ROOT);
 const pinned = (argv: string[], cpu: number | null): string[] => (cpu === null ? argv : ["taskset", "-c", String(cpu), ...argv]);
 const h3 = build.entry("h3");
 const keelsonHello = path.relative(ROOT, build.entry("keelson-hello"));
-const QUIET = { NODE_ENV: "production" };
+const PRODUCTION = { NODE_ENV: "production" };
 
 /** A server under test: the root of its process tree, its primary when it has one, its port. */
 interface Running {
@@ -88,7 +88,7 @@ interface Shape {
 async function spawned(argv: string[], env: Record<string, string>, ready: number, primary: boolean): Promise<Running> {
   const port = await freePort();
   const child: Child = spawnChild(pinned([process.execPath, ...argv], pinning.server), {
-    cwd: ROOT, env: { ...QUIET, ...env, PORT: String(port) }, group: true, output: "file",
+    cwd: ROOT, env: { ...PRODUCTION, ...env, PORT: String(port) }, group: true, output: "file",
   });
   await child.waitUntil((out) => (out.match(/^READY \d+$/gm)?.length ?? 0) >= ready, { timeoutMs: 30_000, what: `${ready} READY line(s)` });
   return { root: child.pid, primary: primary ? child.pid : null, port, stop: async () => void (await child.stop(5_000)) };
@@ -98,10 +98,13 @@ async function spawned(argv: string[], env: Record<string, string>, ready: numbe
 async function pm2(): Promise<Running> {
   const home = fs.mkdtempSync(path.join(tmpdir(), "keelson-bench-pm2-"));
   const port = await freePort();
-  const env = { ...process.env, ...QUIET, PM2_HOME: home, PORT: String(port), H3_LISTEN: "round-robin" };
+  const env = { ...process.env, ...PRODUCTION, PM2_HOME: home, PORT: String(port), H3_LISTEN: "round-robin" };
   const cli = path.join(ROOT, "node_modules", "pm2", "bin", "pm2");
-  const pm2Run = (args: string[]) => spawnSync(pinned([process.execPath, cli, ...args], pinning.server)[0] as string,
-    pinned([process.execPath, cli, ...args], pinning.server).slice(1), { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+  const pm2Run = (args: string[]) => {
+    // Pinned: the daemon the first command spawns, and the instances it forks, inherit the CPU.
+    const [command, ...rest] = pinned([process.execPath, cli, ...args], pinning.server);
+    return spawnSync(command as string, rest, { cwd: ROOT, env, encoding: "utf8", timeout: 60_000 });
+  };
   const stop = async (): Promise<void> => {
     pm2Run(["kill"]);
     fs.rmSync(home, { recursive: true, force: true });
@@ -125,7 +128,7 @@ async function pm2(): Promise<Running> {
 
 const bareCluster = (listen: string) => () => spawned([build.entry("plain-cluster"), h3, "2"], { H3_LISTEN: listen }, 2, true);
 const keelsonCluster = (balancer: string) => async (): Promise<Running> => {
-  const cluster = await startCluster({ cwd: ROOT, entry: keelsonHello, workers: 2, pinCpu: pinning.server, env: { ...QUIET, KEELSON_BALANCER: balancer } });
+  const cluster = await startCluster({ cwd: ROOT, entry: keelsonHello, workers: 2, pinCpu: pinning.server, env: { ...PRODUCTION, KEELSON_BALANCER: balancer } });
   return { root: cluster.pid, primary: cluster.pid, port: cluster.port, stop: async () => void (await cluster.stop()) };
 };
 
