@@ -94,10 +94,10 @@ dev: $(STAMP)
 build-bench: build
 	npx tsc -p tsconfig.bench.json
 
-# MODE=peers (default), instructions, supervisor, startup, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
+# MODE=peers (default), instructions, supervisor, cluster, startup, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
 MODE ?= peers
 bench: build-bench
-	node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)
+	ROUNDS=$(ROUNDS) node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)
 
 # Load-test scenarios (signals under load, scraping, random paths, malformed requests), each ending in
 # a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.

@@ -32,6 +32,17 @@ const MODES: Record<string, { what: string; module: string; options: readonly st
       "--root DIR         a directory with its own dist/ and node_modules/ (default this checkout)",
     ],
   },
+  cluster: {
+    what: "multi-core serving: bare h3, bare node:cluster (round-robin, reusePort), PM2, keelson (one process, both balancers); req/CPU-s, keep-alive and a connection per request",
+    module: "./modes/cluster.js",
+    options: [
+      "--rounds N         interleaved rounds (default 6, or ROUNDS)",
+      "--duration S       seconds of load per measurement (default 10)",
+      "--warmup S         uncounted seconds of each load first (default 2)",
+      "--connections N    concurrent connections in both loads (default 50)",
+      "--only 2,5         measure only these rows (1-based) besides bare h3 (row 1, the baseline)",
+    ],
+  },
   startup: {
     what: "process start to serving: the example under the CLI with 1 and 4 workers, compile cache empty/warm, vs bare h3",
     module: "./modes/startup.js",

@@ -7,7 +7,7 @@ import { spawnChild } from "../harness/child.js";
 import { sendControl } from "../supervisor/control-socket.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { killAll, readyWorkers, sleep, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
-import { createNetns, listenersOn, type Netns } from "./helpers/netns.js";
+import { createNetns, listenersOn, type Netns } from "../harness/netns.js";
 
 const made = createNetns(`keelson-rp-${process.pid}`, { "net.ipv4.tcp_migrate_req": "1" });
 const ns: Netns | undefined = typeof made === "string" ? undefined : made;

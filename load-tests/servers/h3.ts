@@ -14,6 +14,12 @@ app.post("/books", async (event) => {
 app.get("/__cpu", () => process.cpuUsage());
 
 const listenPort = port();
-const server = serve(app, { port: listenPort, hostname: HOST, silent: true, gracefulShutdown: false });
+// As a node:cluster worker (the cluster bench): H3_LISTEN=round-robin shares the primary's listener
+// (srvx listens exclusively unless told otherwise), reuseport binds a SO_REUSEPORT listener of its own.
+const listen = process.env.H3_LISTEN;
+const server = serve(app, {
+  port: listenPort, hostname: HOST, silent: true, gracefulShutdown: false,
+  ...(listen === "reuseport" ? { reusePort: true } : listen === "round-robin" ? { node: { exclusive: false } } : {}),
+});
 await server.ready();
 announceReady(listenPort);

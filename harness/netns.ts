@@ -1,4 +1,4 @@
-// A network namespace of the test's own (root only), so a test can set a per-namespace sysctl such as
+// A network namespace of its own (root only), so a test or a benchmark can set a per-namespace sysctl such as
 // net.ipv4.tcp_migrate_req without touching the host's. Processes run in it through `wrap`.
 import { execFileSync } from "node:child_process";
 import { readFileSync, readdirSync, readlinkSync } from "node:fs";

@@ -1,0 +1,67 @@
+// `make bench MODE=cluster` in its short form (one round, half-second loads): every server of the
+// table starts, serves both loads without a failed request and gets its row; keelson's reuseport
+// row is either measured or skipped with the reason printed.
+import { spawnSync } from "node:child_process";
+import { existsSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { join, resolve } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { killAllChildren, spawnChild } from "../../harness/child.js";
+
+const ROOT = resolve(import.meta.dirname, "..", "..");
+const ROWS = [
+  "bare h3, one process",
+  "bare node:cluster + 2 h3 workers (round-robin)",
+  "PM2 cluster mode, 2 instances",
+  "keelson, one process",
+  "keelson start --workers 2 --balancer round-robin",
+  "keelson start --workers 2 --balancer reuseport",
+  "bare node:cluster + 2 h3 workers (reusePort)",
+];
+
+/** What the mode runs (make build-bench), built here when missing or older than its source. */
+function stale(): boolean {
+  const pairs = [["cli/main.ts", "dist/cli/main.js"], ["supervisor/primary.ts", "dist/supervisor/primary.js"], ["src/logging/sink.ts", "dist/src/logging/sink.js"],
+    ["load-tests/servers/keelson-hello.ts", "dist/load-tests/servers/keelson-hello.js"], ["load-tests/servers/h3.ts", "dist/load-tests/servers/h3.js"],
+    ["load-tests/servers/plain-cluster.ts", "dist/load-tests/servers/plain-cluster.js"]];
+  return pairs.some(([source, out]) => !existsSync(join(ROOT, out as string)) || statSync(join(ROOT, out as string)).mtimeMs < statSync(join(ROOT, source as string)).mtimeMs);
+}
+
+beforeAll(() => {
+  if (!stale()) return;
+  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
+  for (const project of ["tsconfig.build.json", "tsconfig.bench.json"]) {
+    const result = spawnSync(process.execPath, [tsc, "-p", project], { cwd: ROOT, encoding: "utf8" });
+    expect(result.status, `tsc -p ${project}:\n${result.stdout}${result.stderr}`).toBe(0);
+  }
+}, 240_000);
+
+afterAll(() => killAllChildren());
+
+describe("make bench MODE=cluster, short form", () => {
+  it("prints a row for every server, each measured with no failed request or skipped with its reason", async () => {
+    const run = spawnChild([process.execPath, "--import", "tsx", "load-tests/bench.ts", "cluster", "--duration", "0.5", "--warmup", "0", "--connections", "4"],
+      { cwd: ROOT, env: { ROUNDS: "1" } });
+    const exit = await run.exited;
+    const output = run.output();
+    expect(exit.code, output).toBe(0);
+    expect(output).toMatch(/1 round\(s\) of \d+ servers/);
+    const table = output.split("\n").filter((line) => line.startsWith("| ") && !line.startsWith("| server") && !line.startsWith("| ---"));
+    expect(table.map((line) => line.split(" | ")[0]?.slice(2))).toEqual(ROWS);
+    for (const row of table) {
+      const cells = row.split(" | ");
+      if (/skipped: /.test(cells[1] ?? "")) {
+        expect(cells[0]).toMatch(/reuseport/);
+        continue;
+      }
+      // Requests per CPU-second in both loads, and no failed request.
+      expect(cells[1], row).toMatch(/^[\d,]+( \([\d.]+ ×\))?$/);
+      expect(cells[2], row).toMatch(/^[\d,]+( \([\d.]+ ×\))?$/);
+      expect(cells.at(-1), row).toBe("0 |");
+    }
+    // The clusters show how their 2 workers split the work.
+    for (const row of table.filter((line) => /node:cluster|PM2|--workers 2/.test(line) && !/skipped: /.test(line))) {
+      expect(row.split(" | ")[3], row).toMatch(/^\d+\/\d+ \/ \d+\/\d+$/);
+    }
+  }, 240_000);
+});
