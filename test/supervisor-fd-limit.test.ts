@@ -87,7 +87,12 @@ describe("supervisor: file descriptors exhausted", () => {
     expect(answered.size, run.output().slice(mark).split("\n").filter((line) => /\[primary/.test(line)).slice(-15).join("\n")).toBe(2);
     const replaced = run.lines(/never reached it \(out of file descriptors\?\): node:cluster passes it no more \([^)]*\): restarting it/)
       .map((line) => Number(/pid (\d+)/.exec(line)?.[1]));
-    const after = await status(control);
+    // A worker that was just replaced has sent no stats yet (they come every 200 ms): wait for them.
+    let after = await status(control);
+    for (let attempt = 0; after.workers.some((worker) => worker.stats === undefined) && attempt < 50; attempt++) {
+      await sleep(200);
+      after = await status(control);
+    }
     expect(after.breaker.crashes).toBe(0);
     expect(after.primary.fdLimit).toBe(256);
     for (const pid of before) {
