@@ -59,7 +59,9 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   readonly event: H3Event;
   /** Path parameters, URL-decoded (validated when the route has a `params` schema). */
   readonly params: P;
-  readonly #body: B | NotJSONBody;
+  // Named fields, not #private ones, on the objects made for every request: V8 defines a #field
+  // through a keyed-define IC, which code not yet optimised by TurboFan calls as a builtin.
+  private readonly rawBody: B | NotJSONBody;
   private readonly services: ContextServices;
   private parsedQuery: Q | undefined;
   private language: string | undefined;
@@ -69,7 +71,7 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
     this.services = services;
     this.params = params;
     this.parsedQuery = query;
-    this.#body = body;
+    this.rawBody = body;
     this.language = undefined;
   }
 
@@ -79,7 +81,7 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
    * (`readFormData`, `readBody`, `proxyRequest`), and reading `ctx.body` then throws a 415.
    */
   get body(): B {
-    const body = this.#body;
+    const body = this.rawBody;
     if (body instanceof NotJSONBody) throw body.error;
     return body;
   }

@@ -16,7 +16,8 @@ export class RequestState {
   readonly requestId: string;
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
-  #logger: RequestLogger | undefined;
+  // A named field rather than #logger: see HandlerContext.rawBody.
+  private requestLogger: RequestLogger | undefined;
   /**
    * Set by an event-stream or WebSocket route: settles with the status to log when the stream or
    * socket ends, and the request is logged, measured and its span ended then, not at its head.
@@ -35,7 +36,7 @@ export class RequestState {
     this.span = span;
     this.requestId = requestId;
     this.error = undefined;
-    this.#logger = undefined;
+    this.requestLogger = undefined;
     this.stream = undefined;
     this.upgraded = undefined;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
@@ -44,7 +45,7 @@ export class RequestState {
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */
   logger(base: Logger): RequestLogger {
-    return (this.#logger ??= RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, this.span.traceId));
+    return (this.requestLogger ??= RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, this.span.traceId));
   }
 }
 

@@ -36,20 +36,22 @@ const UNWRITTEN: unique symbol = Symbol("unwritten");
  */
 export class JSONValueResponse {
   readonly value: unknown;
-  readonly #status: number;
-  readonly #extraHeaders: Record<string, string> | undefined;
-  #headers: Headers | undefined;
-  #text: string | undefined | typeof UNWRITTEN;
+  // Named fields rather than #private ones: one of these is made for most responses (see HandlerContext.rawBody).
+  private readonly statusCode: number;
+  private readonly extraHeaders: Record<string, string> | undefined;
+  private ownHeaders: Headers | undefined;
+  private bodyText: string | undefined | typeof UNWRITTEN;
 
   constructor(value: unknown, status: number, headers?: Record<string, string>, text: string | typeof UNWRITTEN = UNWRITTEN) {
     this.value = value;
-    this.#status = status;
-    this.#extraHeaders = headers;
-    this.#text = text;
+    this.statusCode = status;
+    this.extraHeaders = headers;
+    this.ownHeaders = undefined;
+    this.bodyText = text;
   }
 
   get status(): number {
-    return this.#status;
+    return this.statusCode;
   }
 
   get statusText(): string | undefined {
@@ -61,19 +63,19 @@ export class JSONValueResponse {
    * for the values it serializes itself); with them, a new Headers, built on first read.
    */
   get headers(): Headers {
-    const extra = this.#extraHeaders;
+    const extra = this.extraHeaders;
     if (extra === undefined) return SHARED_JSON_HEADERS;
-    return this.#headers ??= new Headers({ ...JSON_HEADERS, ...extra });
+    return this.ownHeaders ??= new Headers({ ...JSON_HEADERS, ...extra });
   }
 
   /** The JSON text: what a schema wrote, else `JSON.stringify(value)`, computed on first read. */
   get body(): string | undefined {
-    const text = this.#text;
-    return text === UNWRITTEN ? (this.#text = JSON.stringify(this.value)) : text;
+    const text = this.bodyText;
+    return text === UNWRITTEN ? (this.bodyText = JSON.stringify(this.value)) : text;
   }
 
   set body(text: string | undefined) {
-    this.#text = text;
+    this.bodyText = text;
   }
 
   /**
