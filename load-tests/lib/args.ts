@@ -14,7 +14,7 @@ export const ALL_TARGETS = [
  * Variants measured only where asked for by name (`--targets`), never in the default peer
  * comparison: keelson with one more feature on, against the plain `keelson` target.
  */
-export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit", "keelson-schemas", "keelson-compress", "keelson-idempotency"];
+export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit", "keelson-schemas", "keelson-compress", "keelson-idempotency", "keelson-ablate"];
 
 /** Targets whose bundled cold start `make bench` also measures: keelson's full stack and its baseline. */
 export const BUNDLED_TARGETS: readonly string[] = ["h3", "keelson"];

@@ -12,6 +12,9 @@
 //   --targets keelson,keelson-idempotency gives the cost of an idempotent POST against the same POST)
 //   (--scenarios "GET /hello,POST /books" counts only the scenarios named; the warm-up still runs them all)
 //   (--accept-encoding VALUE sends `Accept-Encoding: VALUE` on every request: keelson-compress encodes)
+//   (--settle S waits S seconds before each counted window, uncounted: V8's compiler thread, which
+//   callgrind runs in turn with the main one, finishes the jobs the warm-up queued; without it a
+//   window can hold tens of thousands of compiler instructions per request and code still unoptimised)
 //
 // Each server runs under `valgrind --tool=callgrind --instr-atstart=no`: startup and a warm-up
 // (all routes, enough for V8 to optimise the hot path) run uninstrumented; then, per scenario,
@@ -43,6 +46,7 @@ const { values } = parseArgs({
     "accept-encoding": { type: "string" },
     profile: { type: "string" },
     scenarios: { type: "string" },
+    settle: { type: "string", default: "0" },
   },
 });
 const acceptEncoding = values["accept-encoding"];
@@ -58,9 +62,10 @@ if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
 const targets = targetsNamed;
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
+const settleMs = Number(values.settle) * 1000;
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
-if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || SCENARIOS.length === 0) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--scenarios "POST /books,POST /books keyed"]`);
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || !(settleMs >= 0) || SCENARIOS.length === 0) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--settle S] [--scenarios "POST /books,POST /books keyed"]`);
   process.exit(2);
 }
 try {
@@ -168,6 +173,7 @@ async function measure(target: string): Promise<Map<string, number>> {
     // A short run of this scenario alone, then a dump that discards it: the counted window starts
     // in a steady state (no garbage or half-optimised code left over from the previous scenario).
     await fire(origin, [scenario], Math.max(1000, Math.round(requests / 4)));
+    if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
     dumpInstructions(pid, outFile);
     perRequest.set(scenario.name, await countedWindow(pid, outFile, () => fire(origin, [scenario], requests), `${target} ${scenario.name}`));
   }
@@ -175,7 +181,7 @@ async function measure(target: string): Promise<Map<string, number>> {
   return perRequest;
 }
 
-console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, ${acceptEncoding === undefined ? "no Accept-Encoding" : `Accept-Encoding: ${acceptEncoding}`}, node ${process.version}`);
+console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, ${acceptEncoding === undefined ? "no Accept-Encoding" : `Accept-Encoding: ${acceptEncoding}`}${settleMs > 0 ? `, ${settleMs / 1000} s settle before each counted window` : ""}, node ${process.version}`);
 const results = new Map<string, Map<string, number>>();
 for (const target of targets) {
   const started = Date.now();

@@ -1,7 +1,7 @@
 // The keelson app shared by the plain and the OpenTelemetry targets.
 import * as fs from "node:fs";
 import { z } from "zod";
-import { App, created, get, newLoggerWithFormat, post } from "../../src/index.js";
+import { App, created, get, Logger, post } from "../../src/index.js";
 import { createPrometheus } from "../../src/entries/metrics.js";
 import { createOtelTracer } from "../../src/entries/tracing.js";
 import { announceReady, book, createdBook, HOST, logFile, port, waitUntilAccepting } from "./common.js";
@@ -16,14 +16,17 @@ const Book = z.object({ id: z.string(), title: z.string(), author: z.string() })
  * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK and
  * passes `spans`, served at GET /__spans).
  */
-export function buildApp(options: { responseSchemas?: boolean; spans?: () => Promise<Record<string, number>> } = {}): App {
+export function buildApp(options: { responseSchemas?: boolean; spans?: () => Promise<Record<string, number>>; without?: ReadonlySet<Feature> } = {}): App {
   // With response schemas (keelson-schemas), the bodies of GET /books/:id and POST /books are written by them.
   const books = options.responseSchemas === true ? { 200: Book, 201: Book } : undefined;
-  const logger = newLoggerWithFormat(true, "json").withWriter(fs.createWriteStream(logFile("keelson")));
-  const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port() });
+  const without = options.without ?? new Set<Feature>();
+  // At level warn a 2xx request line is not written: what remains of it is the level check.
+  const level = without.has("log") ? "warn" : "info";
+  const logger = new Logger({ isProduction: true, format: "json", level, output: fs.createWriteStream(logFile("keelson")) });
+  const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port(), ...(without.has("cors") ? { cors: false } : {}) });
   // /metrics on the service's port, as the peers serve it, so the bench can count the histogram's samples.
-  app.use(createPrometheus({ serveOnAppPort: true }));
-  app.setTracer(createOtelTracer());
+  if (!without.has("metrics")) app.use(createPrometheus({ serveOnAppPort: true }));
+  if (!without.has("tracer")) app.setTracer(createOtelTracer());
   app.registerController({
     routes: () => [
       get("/hello", () => ({ hello: "world" })),
@@ -35,6 +38,10 @@ export function buildApp(options: { responseSchemas?: boolean; spans?: () => Pro
   });
   return app;
 }
+
+/** The parts of the full stack a user can leave out (keelson-ablate: issue 35's per-feature costs). */
+export const FEATURES = ["log", "metrics", "tracer", "cors"] as const;
+export type Feature = (typeof FEATURES)[number];
 
 export async function startApp(app: App): Promise<void> {
   // keelson's listen() settles when the server has shut down (serve until stopped),

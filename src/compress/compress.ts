@@ -98,6 +98,8 @@ function compressStream(encoding: Encoding, settings: Settings): Transform {
 
 /** `Vary` with `Accept-Encoding` added once to what the response and the request's earlier steps (CORS) put there. */
 function varyWith(...values: (string | null | undefined)[]): string {
+  // The usual case, no Vary yet on either side: no split, set or join for every response.
+  if (values.every((value) => value === null || value === undefined)) return "Accept-Encoding";
   const names: string[] = [];
   const seen = new Set<string>();
   for (const value of [...values, "Accept-Encoding"]) {

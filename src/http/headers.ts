@@ -1,6 +1,6 @@
 import type { H3Event } from "h3";
 import type { NodeServerResponse } from "srvx";
-import { readPendingHeader, removePendingHeader, setPendingHeader } from "./status-line.js";
+import { readPendingHeader, removePendingHeader, setCheckedPendingHeader, setPendingHeader } from "./status-line.js";
 
 /**
  * Sets a response header for whatever response this request ends with (errors included).
@@ -18,6 +18,15 @@ export function setResponseHeader(event: H3Event, name: string, value: string): 
     event.res.headers.set(name, value);
     event.res.errHeaders.set(name, value);
   }
+}
+
+/**
+ * `setResponseHeader` for a lower-case token name and a value of characters node accepts, both
+ * checked once by the caller (the request id): on keelson's own server, straight into the bag.
+ */
+export function setCheckedResponseHeader(event: H3Event, name: string, value: string): void {
+  const res = event.runtime?.node?.res;
+  if (res === undefined || res.headersSent || !setCheckedPendingHeader(res, name, value)) setResponseHeader(event, name, value);
 }
 
 /**

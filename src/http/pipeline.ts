@@ -8,7 +8,7 @@ import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
 import type { ContextServices } from "./context.js";
 import type { Cors } from "./cors.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
-import { JSON_HEADERS, readRequestHeader, setHeaderBeforeHead, setResponseHeader } from "./headers.js";
+import { JSON_HEADERS, readRequestHeader, setCheckedResponseHeader, setHeaderBeforeHead } from "./headers.js";
 import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-id.js";
 import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -123,7 +123,8 @@ export class RequestPipeline {
     // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
     const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
     event.context.keelson = new RequestState(event, start, span, requestId);
-    setResponseHeader(event, requestIdHeader, requestId);
+    // The name was checked by resolveRequestIdHeader, the id by isValidRequestId or made here.
+    setCheckedResponseHeader(event, requestIdHeader, requestId);
     if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);
     this.inflight++;
     this.requests++;

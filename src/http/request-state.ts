@@ -4,7 +4,19 @@ import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
 
 /** Set on a request that came through the server's `upgrade` event (`streams/upgrades.ts`). */
-export const UPGRADE = Symbol("keelson.upgrade");
+const UPGRADE = Symbol("keelson.upgrade");
+
+/**
+ * Whether any request came through the upgrade path in this process: until one does, no request is
+ * looked at for the mark (a service that never gets a WebSocket pays nothing per request for them).
+ */
+let upgradeSeen = false;
+
+/** Marks a request that came through the server's `upgrade` event: its line is written when its outcome is known. */
+export function markUpgrade(request: object): void {
+  upgradeSeen = true;
+  (request as { [UPGRADE]?: true })[UPGRADE] = true;
+}
 
 /** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
 export class RequestState {
@@ -47,7 +59,7 @@ export class RequestState {
     this.upgraded = undefined;
     this.streamedBody = false;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
-    if ((event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
+    if (upgradeSeen && (event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
     this.idempotency = undefined;
   }
 

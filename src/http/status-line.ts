@@ -1,7 +1,5 @@
 import { ServerResponse, STATUS_CODES, type IncomingMessage, type OutgoingHttpHeaders } from "node:http";
 
-/** The headers keelson set for a response before its head is written: flat name/value pairs, names lower-case. */
-const PENDING = Symbol("keelson.pendingHeaders");
 
 /**
  * node:http's response with the standard reason phrase (`HTTP/1.1 404 Not Found`) when none is
@@ -18,8 +16,13 @@ const PENDING = Symbol("keelson.pendingHeaders");
  * nothing in keelson reads them back before the head is written.
  */
 export class StandardReasonResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
-  /** null: empty. A field from the constructor on, so every response keeps one shape. */
-  [PENDING]: string[] | null = null;
+  /**
+   * The headers keelson set for the response before its head is written: flat name/value pairs,
+   * names lower-case; null: empty. A field from the constructor on, so every response keeps one
+   * shape; a named one, as a symbol-keyed field is defined through a keyed-define IC on every response.
+   * @internal
+   */
+  keelsonPendingHeaders: string[] | null = null;
 }
 
 /**
@@ -31,9 +34,31 @@ export function setPendingHeader(res: object, name: string, value: string): bool
   if (!(res instanceof StandardReasonResponse)) return false;
   const key = headerKey(name);
   if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${key}"]`), { code: "ERR_INVALID_CHAR" });
-  const bag = res[PENDING];
+  const bag = res.keelsonPendingHeaders;
   if (bag === null) {
-    res[PENDING] = [key, value];
+    res.keelsonPendingHeaders = [key, value];
+    return true;
+  }
+  for (let i = 0; i < bag.length; i += 2) {
+    if (bag[i] === key) {
+      bag[i + 1] = value;
+      return true;
+    }
+  }
+  bag.push(key, value);
+  return true;
+}
+
+/**
+ * `setPendingHeader` for a name that is lower-case and a valid token and a value made of
+ * characters node accepts, both checked by the caller once (the request id's header, and an id
+ * that passed isValidRequestId or was generated): no lookup and no regex test on every request.
+ */
+export function setCheckedPendingHeader(res: object, key: string, value: string): boolean {
+  if (!(res instanceof StandardReasonResponse)) return false;
+  const bag = res.keelsonPendingHeaders;
+  if (bag === null) {
+    res.keelsonPendingHeaders = [key, value];
     return true;
   }
   for (let i = 0; i < bag.length; i += 2) {
@@ -49,7 +74,7 @@ export function setPendingHeader(res: object, name: string, value: string): bool
 /** A header in the bag, or undefined (also when `res` has no bag). `name` must be lower-case. */
 export function readPendingHeader(res: object, name: string): string | undefined {
   if (!(res instanceof StandardReasonResponse)) return undefined;
-  const bag = res[PENDING];
+  const bag = res.keelsonPendingHeaders;
   if (bag === null) return undefined;
   for (let i = 0; i < bag.length; i += 2) if (bag[i] === name) return bag[i + 1];
   return undefined;
@@ -58,7 +83,7 @@ export function readPendingHeader(res: object, name: string): string | undefined
 /** Takes a header back out of the bag (no-op when it is not there or `res` has none). */
 export function removePendingHeader(res: object, name: string): void {
   if (!(res instanceof StandardReasonResponse)) return;
-  const bag = res[PENDING];
+  const bag = res.keelsonPendingHeaders;
   if (bag === null) return;
   const key = name.toLowerCase();
   for (let i = 0; i < bag.length; i += 2) {
@@ -104,6 +129,10 @@ function withPending(res: StandardReasonResponse, bag: string[], headers: unknow
   if (headers === undefined || headers === null) return bag;
   // A flat array, as srvx passes: merged by hand, so node sees one array and nothing set before.
   if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
+    let shadowed = false;
+    for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = hasName(headers, bag[i]!);
+    // The usual case, no name in both: one array of the final size, built by the engine.
+    if (!shadowed) return bag.concat(headers as string[]);
     const merged: unknown[] = [];
     for (let i = 0; i < bag.length; i += 2) if (!hasName(headers, bag[i]!)) merged.push(bag[i], bag[i + 1]);
     for (let i = 0; i < headers.length; i++) merged.push(headers[i]);
@@ -129,9 +158,9 @@ StandardReasonResponse.prototype.writeHead = function (this: StandardReasonRespo
     phrase = undefined;
     fields = reason;
   }
-  const bag = this[PENDING];
+  const bag = this.keelsonPendingHeaders;
   if (bag !== null) {
-    this[PENDING] = null;
+    this.keelsonPendingHeaders = null;
     fields = withPending(this, bag, fields);
   }
   return (writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse).call(

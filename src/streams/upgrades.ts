@@ -7,7 +7,7 @@ import type { H3EventContext } from "h3";
 import { NodeRequest } from "srvx/node";
 import type { ServerRequest } from "srvx";
 import { UNMATCHED_ROUTE, type MetricsCollector } from "../integrations.js";
-import { UPGRADE } from "../http/request-state.js";
+import { markUpgrade } from "../http/request-state.js";
 import type { Logger } from "../logging/logger.js";
 import type { LongConnection, OpenStreams } from "../http/open-streams.js";
 import { lazyImport } from "../lazy-package.js";
@@ -114,7 +114,7 @@ export class Upgrades {
 
   async #handle(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const request = new NodeRequest({ req, upgrade: { socket, head } } as ConstructorParameters<typeof NodeRequest>[0]);
-    (request as { [UPGRADE]?: true })[UPGRADE] = true;
+    markUpgrade(request);
     const response = await this.#options.fetch(request);
     const context = request.context as H3EventContext | undefined;
     const state = context?.keelson;
