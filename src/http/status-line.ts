@@ -34,19 +34,7 @@ export function setPendingHeader(res: object, name: string, value: string): bool
   if (!(res instanceof StandardReasonResponse)) return false;
   const key = headerKey(name);
   if (INVALID_VALUE.test(value)) throw Object.assign(new TypeError(`Invalid character in header content ["${key}"]`), { code: "ERR_INVALID_CHAR" });
-  const bag = res.keelsonPendingHeaders;
-  if (bag === null) {
-    res.keelsonPendingHeaders = [key, value];
-    return true;
-  }
-  for (let i = 0; i < bag.length; i += 2) {
-    if (bag[i] === key) {
-      bag[i + 1] = value;
-      return true;
-    }
-  }
-  bag.push(key, value);
-  return true;
+  return setCheckedPendingHeader(res, key, value);
 }
 
 /**

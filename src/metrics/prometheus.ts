@@ -271,29 +271,28 @@ function registerLimitHits(client: PromClient, registry: Registry, prefix: strin
   });
 }
 
-function registerLogDrops(client: PromClient, registry: Registry, prefix: string): Counter {
+/**
+ * A counter whose count lives where it is counted (the log sink, http/: modules that cannot depend
+ * on prom-client), read at each scrape.
+ */
+function registerReadCounter(client: PromClient, registry: Registry, name: string, help: string, read: () => number): Counter {
   return new client.Counter({
-    name: `${prefix}${LOG_LINES_DROPPED}`, help: LOG_LINES_DROPPED_HELP, registers: [registry],
-    // The count lives in the log sink (which cannot depend on prom-client): read at each scrape.
+    name, help, registers: [registry],
     collect() {
       this.reset();
-      this.inc(droppedLogLines());
+      this.inc(read());
     },
   });
 }
 
+function registerLogDrops(client: PromClient, registry: Registry, prefix: string): Counter {
+  return registerReadCounter(client, registry, `${prefix}${LOG_LINES_DROPPED}`, LOG_LINES_DROPPED_HELP, droppedLogLines);
+}
+
 /** `keelson_upload_storage_errors_total`: uploads answered 507 because the temporary folder failed a write. */
 function registerUploadStorageErrors(client: PromClient, registry: Registry, prefix: string): Counter {
-  return new client.Counter({
-    name: `${prefix}keelson_upload_storage_errors_total`,
-    help: "Form uploads answered 507 because the temporary folder failed a write (full disk, quota, I/O error, permissions).",
-    registers: [registry],
-    // Counted in http/ (which cannot depend on prom-client): read at each scrape.
-    collect() {
-      this.reset();
-      this.inc(uploadStorageFailures());
-    },
-  });
+  return registerReadCounter(client, registry, `${prefix}keelson_upload_storage_errors_total`,
+    "Form uploads answered 507 because the temporary folder failed a write (full disk, quota, I/O error, permissions).", uploadStorageFailures);
 }
 
 /**
