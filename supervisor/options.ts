@@ -104,9 +104,6 @@ export function readWorkersEnv(env: NodeJS.ProcessEnv = process.env): number | u
   return undefined;
 }
 
-// The metrics port's default, where the deployment files' tests have always read it.
-export { DEFAULT_METRICS_PORT } from "../src/metrics/port-settings.js";
-
 /** What resolveOptions made: a Supervisor given one of these takes it as it is instead of resolving again. */
 const resolvedOnce = new WeakSet<ResolvedSupervisorOptions>();
 

@@ -8,7 +8,7 @@ import {
   getBundleCommand, getHealthcheck, getImageCommand, getInstructions, getStageArgs, getStageEnv, parseDockerfile, readDockerfile, readDuration,
   readMakeBuildRecipe, type Stage,
 } from "./dockerfile.js";
-import { DEFAULT_METRICS_PORT } from "../../supervisor/options.js";
+import { DEFAULT_METRICS_PORT } from "../../src/metrics/port-settings.js";
 import { workerLinkCopies } from "./pack.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");

@@ -3,7 +3,8 @@ import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse, parseAllDocuments } from "yaml";
 import { DEFAULT_HEALTH_TIMEOUT, DEFAULT_SHUTDOWN_TIMEOUT } from "../../src/config.js";
-import { DEFAULT_METRICS_PORT, resolveOptions } from "../../supervisor/options.js";
+import { DEFAULT_METRICS_PORT } from "../../src/metrics/port-settings.js";
+import { resolveOptions } from "../../supervisor/options.js";
 import { getStageEnv, readDockerfile, readDuration, type Stage } from "./dockerfile.js";
 
 const ROOT = resolve(import.meta.dirname, "..", "..");
