@@ -59,12 +59,19 @@ export class Connections {
   constructor(server: NodeServer, upgrades = false) {
     // Only then: an 'upgrade' listener makes node hand every upgrade request to it instead of serving it as a request.
     if (upgrades) server.on("upgrade", (_request: IncomingMessage, socket: Socket) => ((socket as TrackedSocket)[UPGRADED] = true));
+    const sockets = this.#sockets;
+    // One listener for every socket, the socket being `this`: a closure per connection, or `once`
+    // (a wrapper object and a bound function per connection, and its removal at the close), is
+    // work on every connection for an event that comes once per socket anyway.
+    function forget(this: Socket): void {
+      sockets.delete(this);
+    }
     server.on("connection", (socket: Socket) => {
       // The slot exists before the first request, so every socket keeps one shape from here on.
       (socket as TrackedSocket)[RESPONDING] = undefined;
       this.accepted++;
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
+      sockets.add(socket);
+      socket.on("close", forget);
     });
   }
 
