@@ -23,15 +23,29 @@ interface Stat {
   cpu: number;
 }
 
-function readStat(pid: number): Stat | undefined {
+function readStat(pid: number, file = `/proc/${pid}/stat`): Stat | undefined {
   try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    const stat = fs.readFileSync(file, "utf8");
     // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
     return { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / ticksPerSecond() };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * CPU seconds of each process's main thread (the JavaScript event loop), by pid: the rest of a
+ * process's CPU is its other threads' (V8's compilers and GC helpers, libuv's pool). A share of
+ * theirs that is large in a measured window says the server was still warming up.
+ */
+export function mainThreadCpu(pids: Iterable<number>): Map<number, number> {
+  const cpu = new Map<number, number>();
+  for (const pid of pids) {
+    const stat = readStat(pid, `/proc/${pid}/task/${pid}/stat`);
+    if (stat !== undefined) cpu.set(pid, stat.cpu);
+  }
+  return cpu;
 }
 
 /** CPU seconds (user + system) of `root` and of each of its live descendants, by pid. */

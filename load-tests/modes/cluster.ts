@@ -3,7 +3,8 @@
 // instances, keelson in one process and `keelson start --workers 2` with each balancer; each with
 // keep-alive connections (autocannon) and with a new TCP connection per request (lib/close-load.ts).
 // The figure is requests per server CPU-second, the server being its whole process tree from /proc
-// (primary, workers, PM2's daemon), with how the workers split the work.
+// (primary, workers, PM2's daemon), with how the workers split the work and how much of the CPU
+// was off the processes' main threads (V8's compilers: warm-up left in the window).
 //   node --import tsx load-tests/bench.ts cluster [--rounds 6] [--duration 10] [--warmup 2] [--connections 50] [--only 2,5]
 // ROUNDS=N sets the default of --rounds (make bench MODE=cluster ROUNDS=1). The reuseport balancer
 // needs net.ipv4.tcp_migrate_req=1: when the host has it off the mode reruns itself in a network
@@ -23,7 +24,7 @@ import { startCluster } from "../lib/cluster.js";
 import { request, sleep } from "../lib/http.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning } from "../lib/machine.js";
-import { cpuSpent, treeCpu } from "../lib/proc-cpu.js";
+import { cpuSpent, mainThreadCpu, treeCpu } from "../lib/proc-cpu.js";
 import { median, roundOrder } from "../lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -156,18 +157,24 @@ interface Measure {
   primaryCpu: number | null;
   /** Each worker's share of the workers' CPU, largest first. */
   split: number[];
+  /** The share of the tree's CPU outside its processes' main threads (V8's compilers and GC helpers). */
+  offMain: number;
 }
 
 /** The server tree's CPU over `run`, which returns its answered and failed requests. */
 async function measured(server: Running, run: () => Promise<{ ok: number; failed: number }>): Promise<Measure> {
   const before = treeCpu(server.root);
+  const mainBefore = mainThreadCpu(before.keys());
   const { ok, failed } = await run();
   const spent = cpuSpent(before, treeCpu(server.root));
+  const main = cpuSpent(mainBefore, mainThreadCpu(spent.keys()));
+  const total = [...spent.values()].reduce((a, b) => a + b, 0);
   const workers = [...spent].filter(([pid]) => pid !== server.root).map(([, cpu]) => cpu);
   const workerCpu = workers.reduce((a, b) => a + b, 0);
   return {
     requests: ok, failed,
-    cpu: [...spent.values()].reduce((a, b) => a + b, 0),
+    cpu: total,
+    offMain: total > 0 ? Math.max(0, 1 - [...main.values()].reduce((a, b) => a + b, 0) / total) : 0,
     primaryCpu: server.primary === null ? null : spent.get(server.primary) ?? 0,
     split: workers.length < 2 || workerCpu === 0 ? [] : workers.map((cpu) => cpu / workerCpu).toSorted((a, b) => b - a),
   };
@@ -207,7 +214,7 @@ for (let round = 1; round <= ROUNDS; round++) {
         if (WARMUP > 0) await run(server, WARMUP)();
         const measure = await measured(server, run(server, DURATION));
         results.set(key(shape.name, load), [...(results.get(key(shape.name, load)) ?? []), { ...measure, round }]);
-        console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed`);
+        console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed, ${Math.round(measure.offMain * 100)} % off the main threads`);
       }
     } finally {
       await server.stop();
@@ -240,19 +247,24 @@ const primaryUs = (shape: string, load: Load): string => {
   const us = median(runs.map((m) => ((m.primaryCpu ?? 0) / m.requests) * 1e6));
   return us === null ? "—" : us.toFixed(0);
 };
+/** Median share of the tree's CPU outside its main threads: a large one means the window held warm-up (compilation). */
+const offMain = (shape: string, load: Load): string => {
+  const share = median((results.get(key(shape, load)) ?? []).map((m) => m.offMain));
+  return share === null ? "—" : `${Math.round(share * 100)} %`;
+};
 const failed = (shape: string): number => (["keep-alive", "close"] as const).reduce(
   (sum, load) => sum + (results.get(key(shape, load)) ?? []).reduce((s, m) => s + m.failed, 0), 0);
 
 console.log(`### Multi-core serving (GET /hello, production, no request lines; ${ROUNDS} interleaved round(s) of ${DURATION}s, medians)\n`);
 console.log(`${pinning.note}; Node ${process.version}; ${CONNECTIONS} connections in both loads; requests per server CPU-second (× bare h3 in the same round).\n`);
-console.log("| server | keep-alive | a new TCP connection per request | worker split (keep-alive / per request) | primary µs per request (keep-alive / per request) | failed |");
-console.log("| --- | --- | --- | --- | --- | --- |");
+console.log("| server | keep-alive | a new TCP connection per request | worker split (keep-alive / per request) | primary µs per request (keep-alive / per request) | off the main threads (keep-alive / per request) | failed |");
+console.log("| --- | --- | --- | --- | --- | --- | --- |");
 for (const shape of SHAPES) {
   if (shape.skip !== undefined || !shapes.includes(shape)) {
-    if (shape.skip !== undefined) console.log(`| ${shape.name} | ${shape.skip} | | | | |`);
+    if (shape.skip !== undefined) console.log(`| ${shape.name} | ${shape.skip} | | | | | |`);
     continue;
   }
-  console.log(`| ${shape.name} | ${cell(shape.name, "keep-alive")} | ${cell(shape.name, "close")} | ${split(shape.name, "keep-alive")} / ${split(shape.name, "close")} | ${primaryUs(shape.name, "keep-alive")} / ${primaryUs(shape.name, "close")} | ${failed(shape.name)} |`);
+  console.log(`| ${shape.name} | ${cell(shape.name, "keep-alive")} | ${cell(shape.name, "close")} | ${split(shape.name, "keep-alive")} / ${split(shape.name, "close")} | ${primaryUs(shape.name, "keep-alive")} / ${primaryUs(shape.name, "close")} | ${offMain(shape.name, "keep-alive")} / ${offMain(shape.name, "close")} | ${failed(shape.name)} |`);
 }
 const total = [...results.values()].flat().reduce((sum, m) => sum + m.failed, 0);
 if (total > 0) process.exitCode = 1;

@@ -1,35 +1,21 @@
 import type { IncomingMessage, Server as NodeServer, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { StandardReasonResponse } from "../http/status-line.js";
 
-/** The response being written on a socket that has a request in flight, else undefined. */
-const RESPONDING = Symbol("keelson.responding");
 /** Set on a socket upgraded to a WebSocket: its end is the close handshake's, not the idle sweep's. */
 const UPGRADED = Symbol("keelson.upgraded");
 
-type TrackedSocket = Socket & { [RESPONDING]?: ServerResponse | undefined; [UPGRADED]?: true };
-
 /**
  * node:http attaches a response to its socket once the request's headers are complete
- * (`assignSocket`) and detaches it once the response has been handed to the kernel in full
- * (`detachSocket`), the next pipelined one following. Between the two a request is in flight.
- * Marking it here costs one property store on the socket per request, and no listener or closure.
- * Not a WeakMap keyed by the socket: a set and a delete per request made V8 hash the socket and
- * rehash the map's ephemeron table, and every scavenge process that table: a visible share of a
- * GET's CPU time under load.
+ * (`assignSocket` sets `socket._httpMessage`) and detaches it once the response has been handed to
+ * the kernel in full (`detachSocket` sets it to null), the next pipelined one following. Between
+ * the two a request is in flight. Read from node's own field rather than marked by keelson: a mark
+ * of its own was a property added to every socket and two overridden calls on every request, for
+ * what node keeps anyway (Node's own `closeIdleConnections` reads the same field).
+ * Undefined before a socket's first request.
  */
-export class TrackedResponse<Request extends IncomingMessage = IncomingMessage> extends StandardReasonResponse<Request> {
-  override assignSocket(socket: Socket): void {
-    (socket as TrackedSocket)[RESPONDING] = this;
-    super.assignSocket(socket);
-  }
+const HTTP_MESSAGE = "_httpMessage";
 
-  override detachSocket(socket: Socket): void {
-    const tracked = socket as TrackedSocket;
-    if (tracked[RESPONDING] === this) tracked[RESPONDING] = undefined;
-    super.detachSocket(socket);
-  }
-}
+type TrackedSocket = Socket & { [HTTP_MESSAGE]?: ServerResponse | null; [UPGRADED]?: true };
 
 /** What was still open on the connections a drain gave up on. */
 export interface Abandoned {
@@ -52,19 +38,21 @@ export class Connections {
   /** Connections accepted since the start: a worker's share of the balancer's work. */
   accepted = 0;
 
-  /**
-   * Starts tracking; the server must use `TrackedResponse` as its `ServerResponse`. With `upgrades`
-   * (the server serves WebSockets), upgraded sockets are left to the WebSocket close handshake.
-   */
+  /** Starts tracking; with `upgrades` (the server serves WebSockets), upgraded sockets are left to the WebSocket close handshake. */
   constructor(server: NodeServer, upgrades = false) {
     // Only then: an 'upgrade' listener makes node hand every upgrade request to it instead of serving it as a request.
     if (upgrades) server.on("upgrade", (_request: IncomingMessage, socket: Socket) => ((socket as TrackedSocket)[UPGRADED] = true));
+    const sockets = this.#sockets;
+    // One listener for every socket, the socket being `this`: a closure per connection, or `once`
+    // (a wrapper object and a bound function per connection, and its removal at the close), is
+    // work on every connection for an event that comes once per socket anyway.
+    function forget(this: Socket): void {
+      sockets.delete(this);
+    }
     server.on("connection", (socket: Socket) => {
-      // The slot exists before the first request, so every socket keeps one shape from here on.
-      (socket as TrackedSocket)[RESPONDING] = undefined;
       this.accepted++;
-      this.#sockets.add(socket);
-      socket.once("close", () => this.#sockets.delete(socket));
+      sockets.add(socket);
+      socket.on("close", forget);
     });
   }
 
@@ -81,7 +69,7 @@ export class Connections {
   closeIdle(): number {
     let closed = 0;
     for (const socket of this.#sockets) {
-      if ((socket as TrackedSocket)[RESPONDING] !== undefined || (socket as TrackedSocket)[UPGRADED]) continue;
+      if ((socket as TrackedSocket)[HTTP_MESSAGE] || (socket as TrackedSocket)[UPGRADED]) continue;
       const read = socket.bytesRead;
       const seen = this.#bytesSeen.get(socket);
       this.#bytesSeen.set(socket, read);
@@ -100,7 +88,7 @@ export class Connections {
   inFlight(): Abandoned {
     const counts: Abandoned = { writing: 0, running: 0 };
     for (const socket of this.#sockets) {
-      const response = (socket as TrackedSocket)[RESPONDING];
+      const response = (socket as TrackedSocket)[HTTP_MESSAGE];
       if (response?.headersSent) counts.writing++;
       else if (response) counts.running++;
     }

@@ -5,7 +5,8 @@ import { serve, type Server, type ServerHandler } from "srvx";
 import { PORT_RULE, checkNumber } from "../checks.js";
 import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
-import { Connections, TrackedResponse, type Abandoned } from "./connections.js";
+import { Connections, type Abandoned } from "./connections.js";
+import { StandardReasonResponse } from "../http/status-line.js";
 import type { OpenStreams } from "../http/open-streams.js";
 import { errorMessage } from "../errors.js";
 
@@ -130,8 +131,7 @@ export class Lifecycle {
     // each worker has a listener of its own (node makes it exclusive); gracefulShutdown: false
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
-    // TrackedResponse: the drain knows which connections have a request in flight, and the status
-    // line carries its reason phrase (`200 OK`, not `200 `).
+    // StandardReasonResponse: the status line carries its reason phrase (`200 OK`, not `200 `).
     // shouldUpgradeCallback: only a WebSocket upgrade leaves the HTTP path (Node ≥ 22.21; before it,
     // any Upgrade request goes to the upgrade handler, which answers it through the App all the same).
     const upgrade = this.#options.upgrade;
@@ -139,7 +139,7 @@ export class Lifecycle {
       fetch, port, hostname: host, silent: true, gracefulShutdown: false, reusePort,
       // host again in node's own options: srvx would read HOST itself when it is undefined, and
       // whether HOST applies is the config's decision (resolveConfig), not the server's.
-      node: { host, exclusive: reusePort, ServerResponse: TrackedResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
+      node: { host, exclusive: reusePort, ServerResponse: StandardReasonResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
     if (node) this.#connections = new Connections(node, upgrade !== undefined);

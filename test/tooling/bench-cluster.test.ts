@@ -57,6 +57,8 @@ describe("make bench MODE=cluster, short form", () => {
       // Requests per CPU-second in both loads, and no failed request.
       expect(cells[1], row).toMatch(/^[\d,]+( \([\d.]+ ×\))?$/);
       expect(cells[2], row).toMatch(/^[\d,]+( \([\d.]+ ×\))?$/);
+      // The share of the CPU off the main threads, in both loads.
+      expect(cells.at(-2), row).toMatch(/^\d+ % \/ \d+ %$/);
       expect(cells.at(-1), row).toBe("0 |");
     }
     // The clusters show how their 2 workers split the work.
