@@ -150,12 +150,15 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
 const STAGED_HEADERS = Symbol.for("h3.internal.event.res.headers");
 
 /** The headers staged on the event before the handler ran, flat (name, value…); empty when none. */
-function stagedBefore(event: H3Event): string[] {
+function stagedBefore(event: H3Event): readonly string[] {
   const staged = (event.res as { [STAGED_HEADERS]?: Headers })[STAGED_HEADERS];
+  if (staged === undefined) return NONE;
   const flat: string[] = [];
-  staged?.forEach((value, name) => flat.push(name, value));
+  staged.forEach((value, name) => flat.push(name, value));
   return flat;
 }
+
+const NONE: readonly string[] = [];
 
 /** Sets `name` in a flat header list, replacing an earlier value. */
 function setFlat(flat: string[], name: string, value: string): void {
@@ -183,32 +186,36 @@ function keptHeaders(own: Headers, event: H3Event, before: readonly string[]): s
   return kept;
 }
 
+type Body = string | Uint8Array | undefined | "over";
+
 /**
  * The body of a response as a route returned it: its text or bytes; "over" past `max`; undefined
- * when it is a stream or a value keelson cannot read back (not kept).
+ * when it is a stream or a value keelson cannot read back (not kept). A promise only for a web
+ * `Response`, whose body must be read: a route's own result is answered in this turn.
  */
-async function bodyOf(result: HTTPResponse | Response, max: number): Promise<string | Uint8Array | undefined | "over"> {
-  if (result instanceof Response) {
-    if (result.body === null) return EMPTY;
-    const reader = result.clone().body!.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return Buffer.concat(chunks, size);
-      size += value.byteLength;
-      if (size > max) {
-        void reader.cancel();
-        return "over";
-      }
-      chunks.push(value);
-    }
-  }
+function bodyOf(result: HTTPResponse | Response, max: number): Body | Promise<Body> {
+  if (result instanceof Response) return result.body === null ? EMPTY : readStream(result, max);
   const body = (result as HTTPResponse).body as unknown;
   if (body === null || body === undefined) return EMPTY;
   if (typeof body === "string") return body.length > max || (body.length * 3 > max && Buffer.byteLength(body) > max) ? "over" : body;
   const bytes = body instanceof Uint8Array ? body : body instanceof ArrayBuffer ? new Uint8Array(body) : undefined;
   return bytes !== undefined && bytes.byteLength > max ? "over" : bytes;
+}
+
+async function readStream(result: Response, max: number): Promise<Body> {
+  const reader = result.clone().body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks, size);
+    size += value.byteLength;
+    if (size > max) {
+      void reader.cancel();
+      return "over";
+    }
+    chunks.push(value);
+  }
 }
 
 const EMPTY = new Uint8Array(0);
@@ -295,21 +302,32 @@ class Guard {
     store.release({ key, token: token as string }).catch((error: unknown) => logFailure(event, `idempotency: releasing a key failed: ${errorMessage(error)}`));
   }
 
-  async keep(event: H3Event, store: IdempotencyStore, key: string, token: string | number, response: HTTPResponse | Response, before: readonly string[], outcome: string): Promise<void> {
-    const read = await bodyOf(response, this.o.maxResponseBytes);
-    if (read === undefined) return this.release(event, store, key, token, "released");
+  /** Keeps the response: in this turn for a route's own result and the in-memory store, else a promise. */
+  keep(event: H3Event, store: IdempotencyStore, key: string, token: string | number, response: HTTPResponse | Response, before: readonly string[], outcome: string): Promise<void> | undefined {
+    const read = bodyOf(response, this.o.maxResponseBytes);
+    if (read instanceof Promise) return read.then((body) => this.kept(event, store, key, token, response, before, outcome, body));
+    return this.kept(event, store, key, token, response, before, outcome, read);
+  }
+
+  kept(event: H3Event, store: IdempotencyStore, key: string, token: string | number, response: HTTPResponse | Response, before: readonly string[], outcome: string, read: Body): Promise<void> | undefined {
+    if (read === undefined) {
+      this.release(event, store, key, token, "released");
+      return undefined;
+    }
     const body = read === "over" ? undefined : read;
     const headers = keptHeaders(response.headers, event, before);
     const status = response.status ?? 200;
     note(event, read === "over" ? "oversize" : outcome);
     const local = this.local;
-    try {
-      if (local !== undefined) local.keep(key, token, packResponse(status, headers, body), this.o.ttlMs, this.clock());
-      else await withTimeout(store.complete({ key, token: token as string, response: storedResponse(status, headers, body), ttlMs: this.o.ttlMs, now: this.clock() }), this.o.storeTimeoutMs);
-    } catch (error) {
+    if (local !== undefined) {
+      local.keep(key, token, packResponse(status, headers, body), this.o.ttlMs, this.clock());
+      return undefined;
+    }
+    const complete = { key, token: token as string, response: storedResponse(status, headers, body), ttlMs: this.o.ttlMs, now: this.clock() };
+    return withTimeout(store.complete(complete), this.o.storeTimeoutMs).catch((error: unknown) => {
       // The write happened; the key stays claimed until its lease ends, so a retry meanwhile gets 409, not a second run.
       if (this.failures++ % 100 === 0) logFailure(event, `idempotency: keeping a response failed: ${errorMessage(error)}`);
-    }
+    });
   }
 }
 
@@ -383,7 +401,8 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       guard.release(event, store, key, token, "released");
       return result;
     }
-    await guard.keep(event, store, key, token, result, before, "stored");
+    const keeping = guard.keep(event, store, key, token, result, before, "stored");
+    if (keeping !== undefined) await keeping;
     return result;
   };
   return describeMiddleware(middleware as Middleware, idempotencyContract(o));
