@@ -299,7 +299,9 @@ class Guard {
     note(event, outcome);
     if (this.local !== undefined) return this.local.free(key, token);
     // Not awaited: the answer need not wait; a release that fails leaves the key to its lease.
-    store.release({ key, token: token as string }).catch((error: unknown) => logFailure(event, `idempotency: releasing a key failed: ${errorMessage(error)}`));
+    store.release({ key, token: token as string }).catch((error: unknown) => {
+      if (this.failures++ % 100 === 0) logFailure(event, `idempotency: releasing a key failed: ${errorMessage(error)}`);
+    });
   }
 
   /** Keeps the response: in this turn for a route's own result and the in-memory store, else a promise. */
