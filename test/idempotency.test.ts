@@ -317,6 +317,8 @@ describe("idempotency", () => {
     app.route(post("/staged", (ctx) => {
       runs++;
       ctx.event.res.headers.set("cache-control", "no-store");
+      // A byte past ASCII: kept and replayed as the same byte.
+      ctx.event.res.headers.set("x-note", "caf\u00e9 \u00ff");
       ctx.event.res.headers.set("x-before", "handler");
       return created({ run: runs });
     }).use(idempotency({ store: new MemoryIdempotencyStore() })));
@@ -326,6 +328,8 @@ describe("idempotency", () => {
     const again = await order();
     expect(again.headers.get("idempotent-replayed")).toBe("true");
     expect(again.headers.get("cache-control")).toBe("no-store");
+    expect(again.headers.get("x-note")).toBe("caf\u00e9 \u00ff");
+    expect(again.headers.get("x-note")).toBe(first.headers.get("x-note"));
     // The middleware before it ran again for the replay: its value is the fresh one.
     expect(again.headers.get("x-before")).toBe("1");
     expect(await again.json()).toEqual({ run: 1 });

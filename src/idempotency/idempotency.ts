@@ -364,8 +364,11 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       return errorResponse(createError("IDEMPOTENCY_KEY_INVALID", `Idempotency-Key must be 1 to ${o.maxKeyLength} printable ASCII characters without quotes or backslashes`));
     }
     const fingerprint = fingerprintOf(event, await readBodyEarly(event, o.maxBodyBytes));
-    const name = guard.name ?? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}`;
-    const key = hash(SHA256, `${name}\n${guard.scopeOf(event) ?? ""}\n${clientKey}`, "base64url");
+    const scope = guard.scopeOf(event) ?? "";
+    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
+    const key = hash(SHA256, guard.name === undefined
+      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
+      : `${guard.name}\n${scope}\n${clientKey}`, "base64url");
     const store = guard.store ?? guard.open();
     const local = guard.local;
     const claim = ++guard.claims;

@@ -71,7 +71,9 @@ export class IdempotencyStoreFullError extends Error {}
 
 /**
  * A kept response as one byte string: status (2 bytes), flags (1: the body was omitted), the
- * header count (2), each header's name and value lengths (4 and 4) and UTF-8 bytes, then the body.
+ * header count (2), each header's name and value as a length (4) and its Latin-1 bytes, then the
+ * body. Latin-1 is exact: a header a `Headers` holds or replays is a byte string (no code point
+ * past 255), and it is written without measuring or transcoding it.
  * One buffer per record, its bytes off the JavaScript heap: the collector moves and marks one small
  * object per kept response instead of a string per header and a base64 body.
  */
@@ -79,13 +81,13 @@ const HEAD_BYTES = 5;
 const OMITTED = 1;
 
 /**
- * Packs a response for the in-memory store. `headers` is flat: name, value, name, value…; `body`
- * is the body's text (written as UTF-8) or bytes, or undefined when it was omitted.
+ * Packs a response for the in-memory store. `headers` is flat: name, value, name, value…, byte
+ * strings; `body` is the body's text (written as UTF-8) or bytes, or undefined when it was omitted.
  * @internal
  */
 export function packResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): Buffer {
   let size = HEAD_BYTES;
-  for (const text of headers) size += 4 + Buffer.byteLength(text);
+  for (const text of headers) size += 4 + text.length;
   const bodyLength = body === undefined ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
   const packed = Buffer.allocUnsafe(size + bodyLength);
   packed.writeUInt16BE(status, 0);
@@ -93,9 +95,9 @@ export function packResponse(status: number, headers: readonly string[], body: s
   packed.writeUInt16BE(headers.length >> 1, 3);
   let at = HEAD_BYTES;
   for (const text of headers) {
-    const length = packed.write(text, at + 4);
-    packed.writeUInt32BE(length, at);
-    at += 4 + length;
+    packed.writeUInt32BE(text.length, at);
+    packed.write(text, at + 4, "latin1");
+    at += 4 + text.length;
   }
   if (typeof body === "string") packed.write(body, at);
   else if (body !== undefined) packed.set(body, at);
@@ -118,7 +120,7 @@ export function unpackResponse(packed: Uint8Array): Unpacked {
   let at = HEAD_BYTES;
   for (let i = 0; i < count; i++) {
     const length = bytes.readUInt32BE(at);
-    headers.push(bytes.toString("utf8", at + 4, at + 4 + length));
+    headers.push(bytes.toString("latin1", at + 4, at + 4 + length));
     at += 4 + length;
   }
   return { status: bytes.readUInt16BE(0), omitted: (bytes[2]! & OMITTED) !== 0, headers, bodyAt: at };
