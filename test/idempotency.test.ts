@@ -261,6 +261,41 @@ describe("idempotency", () => {
     expect(await (await send(app, "l-1", { title: "Dune" })).json()).toEqual({ title: "Dune", run: 2 });
   });
 
+  it("keeps the claims of two middleware sharing a store and a name apart after a lease ends", async () => {
+    const store = new MemoryIdempotencyStore();
+    const clock = { now: T0 };
+    const guard = () => idempotency({ store, name: "shared", leaseMs: 5000, clock: () => clock.now });
+    const app = new App({ logger: captureLogs().logger });
+    let failFirst!: () => void;
+    const firstFails = new Promise<void>((resolve) => (failFirst = resolve));
+    let finishSecond!: () => void;
+    const secondFinishes = new Promise<void>((resolve) => (finishSecond = resolve));
+    let started = 0;
+    app.route(post("/a", async () => {
+      started++;
+      await firstFails;
+      throw new Error("down");
+    }).use(guard()));
+    app.route(post("/b", async () => {
+      started++;
+      await secondFinishes;
+      return created({ from: "b" });
+    }).use(guard()));
+    const order = (path: string) => app.request(path, { method: "POST", headers: { "idempotency-key": "s-1" } });
+    const first = order("/a");
+    await expect.poll(() => started).toBe(1);
+    clock.now += 5000;
+    const second = order("/b");
+    await expect.poll(() => started).toBe(2);
+    // The first request's 5xx releases its own claim only: the second still holds the key.
+    failFirst();
+    expect((await first).status).toBe(500);
+    expect((await order("/b")).status).toBe(409);
+    finishSecond();
+    expect((await second).status).toBe(201);
+    expect(started).toBe(2);
+  });
+
   it("forgets a kept response after ttlMs", async () => {
     const { app, clock, runs } = setup({ ttlMs: 60_000 });
     await send(app, "t-1", { title: "Dune" });

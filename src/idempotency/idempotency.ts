@@ -257,6 +257,12 @@ function fingerprintOf(event: H3Event, body: Buffer): string {
 }
 
 /**
+ * Counts the claims of every middleware of the process: a number from it names a claim in an
+ * in-memory store on its own, even in a store that several middleware share.
+ */
+let claims = 0;
+
+/**
  * One middleware's state: its options and its store, shared by its requests. A request's own
  * values travel as arguments, so a request makes no closures.
  */
@@ -268,7 +274,6 @@ class Guard {
   readonly options: IdempotencyOptions;
   // The primary frees a dead worker's claims by this prefix; the random part and the counter keep tokens unique.
   readonly tokenPrefix = `${process.pid}:${randomBytes(6).toString("base64url")}:`;
-  claims = 0;
   store: IdempotencyStore | undefined;
   /** An in-memory store is answered in this turn: no promise, no timer, no base64 and a numeric token. */
   local: MemoryIdempotencyStore | undefined;
@@ -371,7 +376,7 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       : `${guard.name}\n${scope}\n${clientKey}`, "base64url");
     const store = guard.store ?? guard.open();
     const local = guard.local;
-    const claim = ++guard.claims;
+    const claim = ++claims;
     const token = local !== undefined ? claim : guard.tokenPrefix + String(claim);
     if (local !== undefined) {
       let held: HeldKey | undefined;
