@@ -1,7 +1,7 @@
 // idempotency() in-process: replays byte for byte, 409 while running, 422 on another payload, what
 // is not kept (5xx, validation failures, oversize bodies), key limits, scopes, leases on an
 // injected clock, the OpenAPI contract, metrics and the request log, registration refusals.
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { z } from "zod";
 import { apiKeyAuth } from "../src/entries/auth.js";
 import { createPrometheus } from "../src/entries/metrics.js";
@@ -11,7 +11,7 @@ import { idempotencyBegin, idempotencyComplete } from "../src/idempotency/ipc.js
 import { sse, websocket } from "../src/streams/routes.js";
 import { captureLogs } from "./helpers/logs.js";
 import {
-  App, MemoryIdempotencyStore, buildOpenAPIDocument, conflict, created, get, idempotency, json, post,
+  App, IdempotencyStoreFullError, MemoryIdempotencyStore, buildOpenAPIDocument, conflict, created, get, idempotency, json, post,
   type IdempotencyOptions, type IdempotencyStore, type MetricsCollector,
 } from "../src/index.js";
 
@@ -261,6 +261,41 @@ describe("idempotency", () => {
     expect(await (await send(app, "l-1", { title: "Dune" })).json()).toEqual({ title: "Dune", run: 2 });
   });
 
+  it("keeps the claims of two middleware sharing a store and a name apart after a lease ends", async () => {
+    const store = new MemoryIdempotencyStore();
+    const clock = { now: T0 };
+    const guard = () => idempotency({ store, name: "shared", leaseMs: 5000, clock: () => clock.now });
+    const app = new App({ logger: captureLogs().logger });
+    let failFirst!: () => void;
+    const firstFails = new Promise<void>((resolve) => (failFirst = resolve));
+    let finishSecond!: () => void;
+    const secondFinishes = new Promise<void>((resolve) => (finishSecond = resolve));
+    let started = 0;
+    app.route(post("/a", async () => {
+      started++;
+      await firstFails;
+      throw new Error("down");
+    }).use(guard()));
+    app.route(post("/b", async () => {
+      started++;
+      await secondFinishes;
+      return created({ from: "b" });
+    }).use(guard()));
+    const order = (path: string) => app.request(path, { method: "POST", headers: { "idempotency-key": "s-1" } });
+    const first = order("/a");
+    await expect.poll(() => started).toBe(1);
+    clock.now += 5000;
+    const second = order("/b");
+    await expect.poll(() => started).toBe(2);
+    // The first request's 5xx releases its own claim only: the second still holds the key.
+    failFirst();
+    expect((await first).status).toBe(500);
+    expect((await order("/b")).status).toBe(409);
+    finishSecond();
+    expect((await second).status).toBe(201);
+    expect(started).toBe(2);
+  });
+
   it("forgets a kept response after ttlMs", async () => {
     const { app, clock, runs } = setup({ ttlMs: 60_000 });
     await send(app, "t-1", { title: "Dune" });
@@ -288,6 +323,69 @@ describe("idempotency", () => {
     }
   });
 
+  it("logs a failing store through the App's logger, tagged with the request id, not on the console", async () => {
+    const failing: IdempotencyStore = {
+      begin: () => Promise.reject(new Error("store down")),
+      complete: () => Promise.resolve(),
+      release: () => Promise.resolve(),
+    };
+    const { app, logs } = setup({ store: failing });
+    const consoleError = vi.spyOn(console, "error").mockImplementation(() => {});
+    try {
+      const answer = await send(app, "s-1", { title: "Dune" }, { "x-request-id": "req-idem-1" });
+      expect(answer.status).toBe(503);
+      expect(consoleError).not.toHaveBeenCalled();
+    } finally {
+      consoleError.mockRestore();
+    }
+    const line = logs.entries().find((entry) => entry.message === "idempotency: store down (answering 503)");
+    expect(line).toMatchObject({ level: "error", request_id: "req-idem-1" });
+  });
+
+  it("replays the headers the handler set on the event, not those middleware set before idempotency() ran", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    let runs = 0;
+    app.use((event, next) => {
+      event.res.headers.set("x-before", String(runs));
+      return next();
+    });
+    app.route(post("/staged", (ctx) => {
+      runs++;
+      ctx.event.res.headers.set("cache-control", "no-store");
+      // A byte past ASCII: kept and replayed as the same byte.
+      ctx.event.res.headers.set("x-note", "caf\u00e9 \u00ff");
+      ctx.event.res.headers.set("x-before", "handler");
+      return created({ run: runs });
+    }).use(idempotency({ store: new MemoryIdempotencyStore() })));
+    const order = () => app.request("/staged", { method: "POST", headers: { "idempotency-key": "h-1" } });
+    const first = await order();
+    expect(first.headers.get("cache-control")).toBe("no-store");
+    const again = await order();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("cache-control")).toBe("no-store");
+    expect(again.headers.get("x-note")).toBe("caf\u00e9 \u00ff");
+    expect(again.headers.get("x-note")).toBe(first.headers.get("x-note"));
+    // The middleware before it ran again for the replay: its value is the fresh one.
+    expect(again.headers.get("x-before")).toBe("1");
+    expect(await again.json()).toEqual({ run: 1 });
+    expect(runs).toBe(1);
+  });
+
+  it("keeps headers middleware set before it out of the kept response: the replay gets fresh ones", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    let requests = 0;
+    app.use((event, next) => {
+      event.res.headers.set("x-seen", String(++requests));
+      return next();
+    });
+    app.route(post("/fresh", () => created({ ok: true })).use(idempotency({ store: new MemoryIdempotencyStore() })));
+    const order = () => app.request("/fresh", { method: "POST", headers: { "idempotency-key": "h-2" } });
+    expect((await order()).headers.get("x-seen")).toBe("1");
+    const again = await order();
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(again.headers.get("x-seen")).toBe("2");
+  });
+
   it("refuses a store that is full with 503 rather than dropping kept responses", async () => {
     const store = new MemoryIdempotencyStore({ maxBytes: 600 });
     const { app, runs } = setup({ store });
@@ -299,6 +397,19 @@ describe("idempotency", () => {
     // What was kept is still replayed.
     expect((await send(app, "f-0", { title: "Dune" })).headers.get("idempotent-replayed")).toBe("true");
     expect(runs()).toBe(statuses.filter((s) => s === 201).length);
+  });
+
+  it("gives expired records' room back before refusing a new key, between sweeps", () => {
+    const store = new MemoryIdempotencyStore({ maxBytes: 300 });
+    const begin = (key: string, now: number) => store.beginNow({ key, fingerprint: "f", token: `t-${key}`, leaseMs: 1000, now });
+    expect(begin("a", T0)).toEqual({ state: "acquired" });
+    expect(begin("b", T0)).toEqual({ state: "acquired" });
+    expect(() => begin("c", T0 + 10)).toThrow(IdempotencyStoreFullError);
+    expect(store.size).toBe(2);
+    // Both leases ended 1 s later, well before the minute's sweep: the claim still gets room.
+    expect(begin("c", T0 + 1000)).toEqual({ state: "acquired" });
+    expect(store.size).toBe(1);
+    expect(store.bytes).toBeLessThanOrEqual(300);
   });
 
   it("is refused on a GET route, an event stream and a WebSocket at registration", () => {

@@ -39,7 +39,6 @@ export interface Config {
   origin: string | undefined;
 }
 
-/** The scenarios as sent: with the `Origin` header when the run asks for browser traffic. */
 /**
  * POST /books with a fresh `Idempotency-Key` per request (autocannon's `[<id>]`, replaced on each
  * request): run against every target when keelson-idempotency is one, so both sides send the same bytes.
@@ -50,8 +49,13 @@ export const KEYED_POST: Scenario = { ...SCENARIOS[2]!, name: "POST /books keyed
 export const needsIds = (specs: readonly { headers?: Record<string, string> }[]): boolean =>
   specs.some((spec) => Object.values(spec.headers ?? {}).some((value) => value.includes("[<id>]")));
 
-export function scenariosFor(config: Pick<Config, "origin">): Scenario[] {
-  return config.origin === undefined ? SCENARIOS : SCENARIOS.map((s) => ({ ...s, headers: { origin: config.origin! } }));
+/**
+ * The scenarios as sent: with the `Origin` header when the run asks for browser traffic, and
+ * "POST /books keyed" for every target when keelson-idempotency is one of `targets`.
+ */
+export function scenariosFor(config: Pick<Config, "origin"> & { targets?: readonly string[] }): Scenario[] {
+  const all = config.targets?.includes("keelson-idempotency") === true ? [...SCENARIOS, KEYED_POST] : SCENARIOS;
+  return config.origin === undefined ? all : all.map((s) => ({ ...s, headers: { ...s.headers, origin: config.origin! } }));
 }
 
 /** The peers mode's flags, one line each (also printed by `bench.ts --help`). */
@@ -59,7 +63,7 @@ export const PEERS_OPTIONS = [
   "--rounds N         interleaved rounds (default 3)",
   "--duration S       measured seconds per scenario (default 3)",
   "--warmup S         discarded warm-up seconds per server start, all routes mixed (default 2)",
-  `--targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all)`,
+  `--targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all); variants only when named: ${VARIANT_TARGETS.join(",")} (keelson-idempotency adds "POST /books keyed" for every target)`,
   "--connections N    autocannon connections (default 50)",
   "--pipelining N     autocannon pipelining factor (default 10)",
   "--cold-starts N    starts per target for the cold-start median (default 5)",
@@ -108,9 +112,10 @@ export function parseConfig(argv: string[]): Config | null {
   });
   if (values.help) return null;
   const targets = values.targets === undefined ? ALL_TARGETS : values.targets.split(",").map((t) => t.trim()).filter(Boolean);
-  const unknown = targets.filter((t) => !ALL_TARGETS.includes(t));
+  const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
+  const unknown = targets.filter((t) => !known.includes(t));
   if (unknown.length > 0 || targets.length === 0) {
-    throw new Error(`unknown target(s) ${unknown.join(", ") || "(none given)"}; known: ${ALL_TARGETS.join(", ")}`);
+    throw new Error(`unknown target(s) ${unknown.join(", ") || "(none given)"}; known: ${known.join(", ")}`);
   }
   return {
     rounds: positive("rounds", values.rounds, 3, true),
@@ -128,7 +133,7 @@ export function parseConfig(argv: string[]): Config | null {
 
 /** Rough wall-time forecast, printed up front so nobody is surprised by a long run. */
 export function estimateSec(config: Config): number {
-  const perStart = 0.5 + 1.2 + config.warmupSec + SCENARIOS.length * (config.durationSec + 0.2);
+  const perStart = 0.5 + 1.2 + config.warmupSec + scenariosFor(config).length * (config.durationSec + 0.2);
   const bundled = config.viaTsx ? 0 : config.targets.filter((t) => BUNDLED_TARGETS.includes(t)).length;
   return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + bundled * (config.coldStarts * (0.4 + 1.8) + 1) + 2;
 }

@@ -1,6 +1,7 @@
 // The load generator: runs as its own process (pinned to the CPU the server is not on)
 // and executes autocannon jobs sent by the harness over IPC, one at a time.
 import autocannon, { type Instance, type Result } from "autocannon";
+import { needsIds } from "./args.js";
 import { cpuUsage } from "./http.js";
 import type { LoadJob, LoaderReply, LoaderRequest, LoadResult } from "./types.js";
 
@@ -16,6 +17,7 @@ function runAutocannon(id: number, job: LoadJob, errorCodes: Record<string, numb
         pipelining: job.pipelining,
         duration: job.durationSec,
         timeout: 10,
+        idReplacement: needsIds(job.requests),
         requests: job.requests.map((spec) => ({
           method: spec.method,
           path: spec.path,

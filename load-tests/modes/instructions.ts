@@ -30,7 +30,7 @@ import * as path from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import autocannon from "autocannon";
-import { ALL_TARGETS, checkOrigin, KEYED_POST, needsIds, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
+import { ALL_TARGETS, checkOrigin, needsIds, scenariosFor, VARIANT_TARGETS } from "../lib/args.js";
 import { builtServers } from "../lib/build.js";
 import { killAllChildren as killAll, adopt as track } from "../../harness/child.js";
 import { freePort } from "../lib/server.js";
@@ -52,9 +52,8 @@ const { values } = parseArgs({
 const acceptEncoding = values["accept-encoding"];
 const targetsNamed = values.targets.split(",").map((t) => t.trim()).filter(Boolean);
 const originHeader = values.origin === undefined ? undefined : checkOrigin(values.origin);
-const keyed = targetsNamed.includes("keelson-idempotency") ? [{ ...KEYED_POST, headers: { ...KEYED_POST.headers, ...(originHeader === undefined ? {} : { origin: originHeader }) } }] : [];
 const only = values.scenarios?.split(",").map((name) => name.trim());
-const WARMUP = [...scenariosFor({ origin: originHeader }), ...keyed]
+const WARMUP = scenariosFor({ origin: originHeader, targets: targetsNamed })
   .map((s) => (acceptEncoding === undefined ? s : { ...s, headers: { ...s.headers, "accept-encoding": acceptEncoding } }));
 const SCENARIOS = WARMUP.filter((s) => only === undefined || only.includes(s.name));
 const profileDir = values.profile === undefined ? undefined : path.resolve(values.profile);

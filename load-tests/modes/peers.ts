@@ -4,7 +4,7 @@ import * as os from "node:os";
 import * as path from "node:path";
 import { performance } from "node:perf_hooks";
 import { fileURLToPath } from "node:url";
-import { BUNDLED_TARGETS, estimateSec, parseConfig, SCENARIOS, USAGE, type Config } from "../lib/args.js";
+import { BUNDLED_TARGETS, estimateSec, parseConfig, scenariosFor, USAGE, type Config } from "../lib/args.js";
 import { builtServers, type Build } from "../lib/build.js";
 import { killAllChildren as killAll } from "../../harness/child.js";
 import { LoadClient } from "../lib/load-client.js";
@@ -194,7 +194,7 @@ async function main(): Promise<void> {
 
   fillRatios(records);
   for (const info of infos.values()) info.idleRssMb = median(info.rssSamplesMb);
-  const scenarioNames = SCENARIOS.map((s) => s.name);
+  const scenarioNames = scenariosFor(config).map((s) => s.name);
   const summary = summarise(records, config.targets, scenarioNames);
   const totalWallSec = (performance.now() - wallStart) / 1_000;
   machine.loadAvgAfter = os.loadavg()[0] ?? null;

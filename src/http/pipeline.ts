@@ -122,7 +122,7 @@ export class RequestPipeline {
     const incoming = this.#trustRequestId ? readRequestHeader(event, requestIdHeader) : null;
     // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
     const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
-    event.context.keelson = new RequestState(event, start, span, requestId);
+    event.context.keelson = new RequestState(event, start, span, requestId, this.#logger);
     // The name was checked by resolveRequestIdHeader, the id by isValidRequestId or made here.
     setCheckedResponseHeader(event, requestIdHeader, requestId);
     if (span !== noopSpan) span.setAttribute(ATTR_REQUEST_ID, requestId);

@@ -26,6 +26,8 @@ export class RequestState {
   readonly span: Span;
   /** The request id: the client's, when well formed, else generated (docs/logging.md#request-ids). */
   readonly requestId: string;
+  /** The App's logger: what a middleware without the App at hand logs through (`logger(appLogger)`). */
+  readonly appLogger: Logger;
   /** The thrown value of a failed request, for the tracer and the log. */
   error: unknown;
   #logger: RequestLogger | undefined;
@@ -48,8 +50,9 @@ export class RequestState {
   /** What `idempotency()` did with the request (`replayed`, `conflict`, …): named in its log line and counted. */
   idempotency: string | undefined;
 
-  constructor(event: H3Event, start: number, span: Span, requestId: string) {
+  constructor(event: H3Event, start: number, span: Span, requestId: string, appLogger: Logger) {
     this.event = event;
+    this.appLogger = appLogger;
     this.start = start;
     this.span = span;
     this.requestId = requestId;

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { HTTPError, HTTPResponse, type H3Event, type Middleware } from "h3";
 import { checkOptionalNumber, MS_ABOVE_0, show } from "../checks.js";
 import { createError, errorMessage, KError } from "../errors.js";
@@ -7,7 +7,7 @@ import { errorResponse, toKError } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareContract } from "../http/middleware-contract.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { primaryIdempotencyStore } from "./ipc.js";
-import { MemoryIdempotencyStore, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
+import { MemoryIdempotencyStore, packResponse, unpackResponse, type HeldKey, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
 
 /** Options of `idempotency()`. */
 export interface IdempotencyOptions {
@@ -121,7 +121,12 @@ function note(event: H3Event, outcome: string): void {
   if (state !== undefined) state.idempotency = outcome;
 }
 
-const digest = (text: string) => createHash("sha256").update(text).digest("base64url");
+/** A line through the App's logger, tagged with the request's id; `console.error` only outside an App. */
+function logFailure(event: H3Event, line: string): void {
+  const state = event.context.keelson;
+  if (state === undefined) console.error(`keelson: ${line}`);
+  else state.logger(state.appLogger).error(line);
+}
 
 /** The default scope: whoever the auth middleware established, else none. */
 function principalOf(event: H3Event): string | undefined {
@@ -137,55 +142,200 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
 
-/** The response's own headers worth replaying, plus those the handler staged on the event. */
-function keptHeaders(own: Headers, staged: Headers, before: ReadonlyMap<string, string>): [string, string][] {
-  const kept = new Map<string, string>();
-  staged.forEach((value, name) => {
-    if (before.get(name) !== value && !NOT_STORED_HEADERS.has(name)) kept.set(name, value);
-  });
-  own.forEach((value, name) => {
-    if (!NOT_STORED_HEADERS.has(name)) kept.set(name, value);
-  });
-  return [...kept];
+/**
+ * h3 keeps the headers staged on `event.res` under this registered symbol, made on first read of
+ * `event.res.headers`: reading the symbol looks without making a `Headers` that h3 would then
+ * merge into every response.
+ */
+const STAGED_HEADERS = Symbol.for("h3.internal.event.res.headers");
+
+/** The headers staged on the event before the handler ran, flat (name, value…); empty when none. */
+function stagedBefore(event: H3Event): readonly string[] {
+  const staged = (event.res as { [STAGED_HEADERS]?: Headers })[STAGED_HEADERS];
+  if (staged === undefined) return NONE;
+  const flat: string[] = [];
+  staged.forEach((value, name) => flat.push(name, value));
+  return flat;
 }
 
-/** The bytes of a body as a route returned it: "over" past `max`, undefined when it is a stream (not kept). */
-async function bodyBytes(result: HTTPResponse | Response, max: number): Promise<Buffer | undefined | "over"> {
-  const bytes = await readBody(result, max);
-  return bytes !== undefined && bytes !== "over" && bytes.byteLength > max ? "over" : bytes;
-}
+const NONE: readonly string[] = [];
 
-async function readBody(result: HTTPResponse | Response, max: number): Promise<Buffer | undefined | "over"> {
-  if (result instanceof Response) {
-    if (result.body === null) return Buffer.alloc(0);
-    const reader = result.clone().body!.getReader();
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) return Buffer.concat(chunks, size);
-      size += value.byteLength;
-      if (size > max) {
-        void reader.cancel();
-        return "over";
-      }
-      chunks.push(value);
+/** Sets `name` in a flat header list, replacing an earlier value. */
+function setFlat(flat: string[], name: string, value: string): void {
+  for (let i = 0; i < flat.length; i += 2) {
+    if (flat[i] === name) {
+      flat[i + 1] = value;
+      return;
     }
   }
+  flat.push(name, value);
+}
+
+/** The response's own headers worth replaying, plus those the handler staged on the event, flat. */
+function keptHeaders(own: Headers, event: H3Event, before: readonly string[]): string[] {
+  const kept: string[] = [];
+  const staged = (event.res as { [STAGED_HEADERS]?: Headers })[STAGED_HEADERS];
+  staged?.forEach((value, name) => {
+    if (NOT_STORED_HEADERS.has(name)) return;
+    for (let i = 0; i < before.length; i += 2) if (before[i] === name && before[i + 1] === value) return;
+    setFlat(kept, name, value);
+  });
+  own.forEach((value, name) => {
+    if (!NOT_STORED_HEADERS.has(name)) setFlat(kept, name, value);
+  });
+  return kept;
+}
+
+type Body = string | Uint8Array | undefined | "over";
+
+/**
+ * The body of a response as a route returned it: its text or bytes; "over" past `max`; undefined
+ * when it is a stream or a value keelson cannot read back (not kept). A promise only for a web
+ * `Response`, whose body must be read: a route's own result is answered in this turn.
+ */
+function bodyOf(result: HTTPResponse | Response, max: number): Body | Promise<Body> {
+  if (result instanceof Response) return result.body === null ? EMPTY : readStream(result, max);
   const body = (result as HTTPResponse).body as unknown;
-  if (body === null || body === undefined) return Buffer.alloc(0);
-  if (typeof body === "string") return Buffer.from(body);
-  if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  if (body instanceof ArrayBuffer) return Buffer.from(body);
-  return undefined;
+  if (body === null || body === undefined) return EMPTY;
+  if (typeof body === "string") return body.length > max || (body.length * 3 > max && Buffer.byteLength(body) > max) ? "over" : body;
+  const bytes = body instanceof Uint8Array ? body : body instanceof ArrayBuffer ? new Uint8Array(body) : undefined;
+  return bytes !== undefined && bytes.byteLength > max ? "over" : bytes;
+}
+
+async function readStream(result: Response, max: number): Promise<Body> {
+  const reader = result.clone().body!.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks, size);
+    size += value.byteLength;
+    if (size > max) {
+      void reader.cancel();
+      return "over";
+    }
+    chunks.push(value);
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** The response as the stores outside this process keep it: header pairs and the body in base64. */
+function storedResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): StoredResponse {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < headers.length; i += 2) pairs.push([headers[i]!, headers[i + 1]!]);
+  if (body === undefined) return { status, headers: pairs, body: "", omitted: true };
+  const bytes = typeof body === "string" ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return { status, headers: pairs, body: bytes.toString("base64") };
 }
 
 /** What a replay sends: the stored status, headers and bytes, marked. */
-function replay(response: StoredResponse): HTTPResponse {
-  const headers = new Headers(response.headers);
+function replay(status: number, flat: readonly string[], body: Buffer | null): HTTPResponse {
+  const headers = new Headers();
+  for (let i = 0; i < flat.length; i += 2) headers.set(flat[i]!, flat[i + 1]!);
   headers.set(IDEMPOTENT_REPLAYED_HEADER, "true");
-  const body = response.body === "" ? null : Buffer.from(response.body, "base64");
-  return new HTTPResponse(body, { status: response.status, headers });
+  // Buffers of this process are never over a SharedArrayBuffer.
+  return new HTTPResponse(body === null || body.byteLength === 0 ? null : (body as Buffer<ArrayBuffer>), { status, headers });
+}
+
+function replayStored(response: StoredResponse): HTTPResponse {
+  return replay(response.status, response.headers.flat(), response.body === "" ? null : Buffer.from(response.body, "base64"));
+}
+
+function replayPacked(packed: Buffer): HTTPResponse {
+  const { status, headers, bodyAt } = unpackResponse(packed);
+  return replay(status, headers, packed.subarray(bodyAt));
+}
+
+const SHA256 = "sha256";
+
+/** The fingerprint: SHA-256 over the method, the path with its query and the body's bytes. */
+function fingerprintOf(event: H3Event, body: Buffer): string {
+  const url = event.url;
+  const head = Buffer.from(`${event.req.method}\n${url.pathname}${url.search}\n`, "latin1");
+  return hash(SHA256, body.byteLength === 0 ? head : Buffer.concat([head, body]), "base64url");
+}
+
+/**
+ * Counts the claims of every middleware of the process: a number from it names a claim in an
+ * in-memory store on its own, even in a store that several middleware share.
+ */
+let claims = 0;
+
+/**
+ * One middleware's state: its options and its store, shared by its requests. A request's own
+ * values travel as arguments, so a request makes no closures.
+ */
+class Guard {
+  readonly o: Checked;
+  readonly clock: () => number;
+  readonly scopeOf: (event: H3Event) => string | undefined;
+  readonly name: string | undefined;
+  readonly options: IdempotencyOptions;
+  // The primary frees a dead worker's claims by this prefix; the random part and the counter keep tokens unique.
+  readonly tokenPrefix = `${process.pid}:${randomBytes(6).toString("base64url")}:`;
+  store: IdempotencyStore | undefined;
+  /** An in-memory store is answered in this turn: no promise, no timer, no base64 and a numeric token. */
+  local: MemoryIdempotencyStore | undefined;
+  failures = 0;
+
+  constructor(o: Checked, options: IdempotencyOptions) {
+    this.o = o;
+    this.options = options;
+    this.clock = options.clock ?? Date.now;
+    this.scopeOf = options.scope ?? principalOf;
+    this.name = options.name;
+  }
+
+  open(): IdempotencyStore {
+    const channel = getPrimaryChannel();
+    const store = this.options.store ?? (channel ? primaryIdempotencyStore(channel) : new MemoryIdempotencyStore());
+    this.local = store instanceof MemoryIdempotencyStore ? store : undefined;
+    return (this.store = store);
+  }
+
+  storeFailed(event: H3Event, error: unknown): HTTPResponse {
+    if (this.failures++ % 100 === 0) logFailure(event, `idempotency: ${errorMessage(error)} (answering 503)`);
+    note(event, "store_error");
+    return errorResponse(createError("SERVICE_UNAVAILABLE", "the idempotency store is unavailable: retry later"), { "retry-after": "1" }, event.context.keelson?.requestId);
+  }
+
+  release(event: H3Event, store: IdempotencyStore, key: string, token: string | number, outcome: string): void {
+    note(event, outcome);
+    if (this.local !== undefined) return this.local.free(key, token);
+    // Not awaited: the answer need not wait; a release that fails leaves the key to its lease.
+    store.release({ key, token: token as string }).catch((error: unknown) => {
+      if (this.failures++ % 100 === 0) logFailure(event, `idempotency: releasing a key failed: ${errorMessage(error)}`);
+    });
+  }
+
+  /** Keeps the response: in this turn for a route's own result and the in-memory store, else a promise. */
+  keep(event: H3Event, store: IdempotencyStore, key: string, token: string | number, response: HTTPResponse | Response, before: readonly string[], outcome: string): Promise<void> | undefined {
+    const read = bodyOf(response, this.o.maxResponseBytes);
+    if (read instanceof Promise) return read.then((body) => this.kept(event, store, key, token, response, before, outcome, body));
+    return this.kept(event, store, key, token, response, before, outcome, read);
+  }
+
+  kept(event: H3Event, store: IdempotencyStore, key: string, token: string | number, response: HTTPResponse | Response, before: readonly string[], outcome: string, read: Body): Promise<void> | undefined {
+    if (read === undefined) {
+      this.release(event, store, key, token, "released");
+      return undefined;
+    }
+    const body = read === "over" ? undefined : read;
+    const headers = keptHeaders(response.headers, event, before);
+    const status = response.status ?? 200;
+    note(event, read === "over" ? "oversize" : outcome);
+    const local = this.local;
+    if (local !== undefined) {
+      local.keep(key, token, packResponse(status, headers, body), this.o.ttlMs, this.clock());
+      return undefined;
+    }
+    const complete = { key, token: token as string, response: storedResponse(status, headers, body), ttlMs: this.o.ttlMs, now: this.clock() };
+    return withTimeout(store.complete(complete), this.o.storeTimeoutMs).catch((error: unknown) => {
+      // The write happened; the key stays claimed until its lease ends, so a retry meanwhile gets 409, not a second run.
+      if (this.failures++ % 100 === 0) logFailure(event, `idempotency: keeping a response failed: ${errorMessage(error)}`);
+    });
+  }
 }
 
 /**
@@ -203,24 +353,7 @@ function replay(response: StoredResponse): HTTPResponse {
  */
 export function idempotency(options: IdempotencyOptions = {}): Middleware {
   const o = checkOptions(options);
-  const clock = options.clock ?? Date.now;
-  const scopeOf = options.scope ?? principalOf;
-  // The primary frees a dead worker's claims by this prefix; the random part and the counter keep tokens unique.
-  const tokenPrefix = `${process.pid}:${randomBytes(6).toString("base64url")}:`;
-  let claims = 0;
-  let store: IdempotencyStore | undefined;
-  // An in-memory store is answered in this turn: no promise, no timer.
-  let local: MemoryIdempotencyStore | undefined;
-  let failures = 0;
-  const open = (): IdempotencyStore => {
-    const channel = getPrimaryChannel();
-    return options.store ?? (channel ? primaryIdempotencyStore(channel) : new MemoryIdempotencyStore());
-  };
-  const storeFailed = (event: H3Event, error: unknown) => {
-    if (failures++ % 100 === 0) console.error(`keelson: idempotency: ${errorMessage(error)} (answering 503)`);
-    note(event, "store_error");
-    return errorResponse(createError("SERVICE_UNAVAILABLE", "the idempotency store is unavailable: retry later"), { "retry-after": "1" }, event.context.keelson?.requestId);
-  };
+  const guard = new Guard(o, options);
 
   const middleware = async function idempotencyMiddleware(event: H3Event, next: () => unknown): Promise<unknown> {
     if (!o.methods.has(event.req.method)) return next();
@@ -230,85 +363,73 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       note(event, "invalid");
       return errorResponse(createError("IDEMPOTENCY_KEY_INVALID", "Idempotency-Key is required on this route"));
     }
-    const key = parseKey(raw, o.maxKeyLength);
-    if (key === undefined) {
+    const clientKey = parseKey(raw, o.maxKeyLength);
+    if (clientKey === undefined) {
       note(event, "invalid");
       return errorResponse(createError("IDEMPOTENCY_KEY_INVALID", `Idempotency-Key must be 1 to ${o.maxKeyLength} printable ASCII characters without quotes or backslashes`));
     }
-    const body = await readBodyEarly(event, o.maxBodyBytes);
-    const url = event.url;
-    const fingerprint = createHash("sha256").update(`${event.req.method}\n${url.pathname}${url.search}\n`).update(body).digest("base64url");
-    const name = options.name ?? `${event.req.method} ${event.context.matchedRoute?.route ?? url.pathname}`;
-    const scoped = digest(`${name}\n${scopeOf(event) ?? ""}\n${key}`);
-    const token = tokenPrefix + String(++claims);
-    if (store === undefined) {
-      store = open();
-      local = store instanceof MemoryIdempotencyStore ? store : undefined;
-    }
-    let state: IdempotencyState;
-    try {
-      const begin = { key: scoped, fingerprint, token, leaseMs: o.leaseMs, now: clock() };
-      state = local !== undefined ? local.beginNow(begin) : await withTimeout(store.begin(begin), o.storeTimeoutMs);
-    } catch (error) {
-      return storeFailed(event, error);
-    }
-    if (state.state !== "acquired") {
-      if (state.fingerprint !== fingerprint) {
-        note(event, "mismatch");
-        return errorResponse(createError("IDEMPOTENCY_KEY_REUSED"));
+    const fingerprint = fingerprintOf(event, await readBodyEarly(event, o.maxBodyBytes));
+    const scope = guard.scopeOf(event) ?? "";
+    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
+    const key = hash(SHA256, guard.name === undefined
+      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
+      : `${guard.name}\n${scope}\n${clientKey}`, "base64url");
+    const store = guard.store ?? guard.open();
+    const local = guard.local;
+    const claim = ++claims;
+    const token = local !== undefined ? claim : guard.tokenPrefix + String(claim);
+    if (local !== undefined) {
+      let held: HeldKey | undefined;
+      try {
+        held = local.claim(key, fingerprint, token, o.leaseMs, guard.clock());
+      } catch (error) {
+        return guard.storeFailed(event, error);
       }
-      if (state.state === "running") {
-        note(event, "conflict");
-        return errorResponse(createError("IDEMPOTENCY_KEY_IN_USE"), { "retry-after": "1" });
+      if (held !== undefined) return answerHeld(event, fingerprint, held.fingerprint, held.response ?? null);
+    } else {
+      let state: IdempotencyState;
+      try {
+        state = await withTimeout(store.begin({ key, fingerprint, token: token as string, leaseMs: o.leaseMs, now: guard.clock() }), o.storeTimeoutMs);
+      } catch (error) {
+        return guard.storeFailed(event, error);
       }
-      note(event, "replayed");
-      return replay(state.response);
+      if (state.state !== "acquired") return answerHeld(event, fingerprint, state.fingerprint, state.state === "running" ? null : state.response);
     }
-    const held = store;
-    const release = (outcome: string) => {
-      note(event, outcome);
-      // Not awaited: the answer need not wait; a release that fails leaves the key to its lease.
-      void held.release({ key: scoped, token }).catch((error: unknown) => console.error(`keelson: idempotency: releasing a key failed: ${errorMessage(error)}`));
-    };
-    const staged = new Map<string, string>();
-    event.res.headers.forEach((value, header) => staged.set(header, value));
+    const before = stagedBefore(event);
     let result: unknown;
     try {
       result = await next();
     } catch (error) {
       const kerror = error instanceof KError ? error : toKError(error instanceof HTTPError ? error : new HTTPError({ status: 500, unhandled: true, cause: error })).kerror;
-      if (kerror.statusCode >= 500 || NOTHING_RAN.has(kerror.code)) release("released");
-      else await keep(errorResponse(kerror), "stored");
+      if (kerror.statusCode >= 500 || NOTHING_RAN.has(kerror.code)) guard.release(event, store, key, token, "released");
+      else await guard.keep(event, store, key, token, errorResponse(kerror), before, "stored");
       throw error;
     }
     const status = (result as { status?: number } | null)?.status ?? 200;
     if (!(result instanceof HTTPResponse || result instanceof Response) || status >= 500) {
       // Not a response keelson can read back (a stream, a raw value): keeping nothing is the honest answer.
-      release("released");
+      guard.release(event, store, key, token, "released");
       return result;
     }
-    await keep(result, "stored");
+    const keeping = guard.keep(event, store, key, token, result, before, "stored");
+    if (keeping !== undefined) await keeping;
     return result;
-
-    async function keep(response: HTTPResponse | Response, outcome: string): Promise<void> {
-      const bytes = await bodyBytes(response, o.maxResponseBytes);
-      if (bytes === undefined) return release("released");
-      const headers = keptHeaders(response.headers, event.res.headers, staged);
-      const stored: StoredResponse = bytes === "over"
-        ? { status: response.status ?? 200, headers, body: "", omitted: true }
-        : { status: response.status ?? 200, headers, body: bytes.toString("base64") };
-      note(event, bytes === "over" ? "oversize" : outcome);
-      try {
-        const complete = { key: scoped, token, response: stored, ttlMs: o.ttlMs, now: clock() };
-        if (local !== undefined) local.completeNow(complete);
-        else await withTimeout(held.complete(complete), o.storeTimeoutMs);
-      } catch (error) {
-        // The write happened; the key stays claimed until its lease ends, so a retry meanwhile gets 409, not a second run.
-        if (failures++ % 100 === 0) console.error(`keelson: idempotency: keeping a response failed: ${errorMessage(error)}`);
-      }
-    }
   };
   return describeMiddleware(middleware as Middleware, idempotencyContract(o));
+}
+
+/** The answer to a request whose key another request holds: 422, 409, or the kept response. */
+function answerHeld(event: H3Event, fingerprint: string, heldFingerprint: string, response: Buffer | StoredResponse | null): HTTPResponse {
+  if (heldFingerprint !== fingerprint) {
+    note(event, "mismatch");
+    return errorResponse(createError("IDEMPOTENCY_KEY_REUSED"));
+  }
+  if (response === null) {
+    note(event, "conflict");
+    return errorResponse(createError("IDEMPOTENCY_KEY_IN_USE"), { "retry-after": "1" });
+  }
+  note(event, "replayed");
+  return Buffer.isBuffer(response) ? replayPacked(response) : replayStored(response);
 }
 
 /** What an idempotent route adds to its document: the header parameter, the 400/409/422 and the replay header. */
