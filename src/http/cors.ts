@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
-import { readRequestHeader, setResponseHeader } from "./headers.js";
+import { readRequestHeader, setCheckedResponseHeader, setResponseHeader } from "./headers.js";
 
 const DEFAULT_METHODS = ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"];
 const DEFAULT_MAX_AGE = 600;
@@ -86,8 +86,10 @@ export function createCors(config: CorsConfig): Cors {
 
   function allowOrigin(event: H3Event, origin: string): boolean {
     if (!allows(origin)) return false;
-    setResponseHeader(event, "access-control-allow-origin", wildcard ? "*" : origin);
-    if (credentials) setResponseHeader(event, "access-control-allow-credentials", "true");
+    // The constant names and values skip the checks a value the client sent still gets.
+    if (wildcard) setCheckedResponseHeader(event, "access-control-allow-origin", "*");
+    else setResponseHeader(event, "access-control-allow-origin", origin);
+    if (credentials) setCheckedResponseHeader(event, "access-control-allow-credentials", "true");
     return true;
   }
 
@@ -95,7 +97,7 @@ export function createCors(config: CorsConfig): Cors {
     apply(event) {
       // When the answer depends on the Origin, every response says so, including those
       // without CORS headers: else a shared cache could hand one origin's answer to another.
-      if (!wildcard) setResponseHeader(event, "vary", "Origin");
+      if (!wildcard) setCheckedResponseHeader(event, "vary", "Origin");
       // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read.
       const origin = readRequestHeader(event, "origin");
       if (origin === null) return;

@@ -7,6 +7,21 @@ function refuse(operation: string, name: string): never {
 
 /** Headers that refuse changes: one instance is shared by every plain JSON response. */
 class FrozenHeaders extends Headers {
+  readonly #pairs: readonly (readonly [string, string])[];
+
+  constructor(init: Record<string, string>) {
+    super(init);
+    this.#pairs = Object.freeze(Array.from(super.entries(), (pair) => Object.freeze(pair)));
+  }
+
+  /**
+   * The same pairs as Headers#entries(), from an array made once: srvx walks them for every
+   * response it writes, and a Headers iterator sorts, checks and allocates on every step.
+   */
+  override entries(): HeadersIterator<[string, string]> {
+    return this.#pairs[Symbol.iterator]() as unknown as HeadersIterator<[string, string]>;
+  }
+
   override set(name: string): never {
     return refuse("set", name);
   }

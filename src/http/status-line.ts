@@ -119,8 +119,13 @@ function withPending(res: StandardReasonResponse, bag: string[], headers: unknow
   if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
     let shadowed = false;
     for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = hasName(headers, bag[i]!);
-    // The usual case, no name in both: one array of the final size, built by the engine.
-    if (!shadowed) return bag.concat(headers as string[]);
+    // The usual case, no name in both: the response's pairs after the bag's, in the bag itself
+    // (taken off the response already): pushes that optimised code inlines, where concat calls
+    // into the runtime.
+    if (!shadowed) {
+      for (let i = 0; i < headers.length; i++) bag.push(headers[i] as string);
+      return bag;
+    }
     const merged: unknown[] = [];
     for (let i = 0; i < bag.length; i += 2) if (!hasName(headers, bag[i]!)) merged.push(bag[i], bag[i + 1]);
     for (let i = 0; i < headers.length; i++) merged.push(headers[i]);

@@ -3,7 +3,7 @@
  * line in production. Lines are buffered and written once per event-loop turn
  * (see logging/sink.ts), and flushed synchronously on process exit.
  */
-import { escapeText, formatDuration, formatMessage, isoTime, jsonString, textTime } from "./format.js";
+import { escapeText, formatDuration, formatMessage, isoTime, jsonContent, jsonString, textTime } from "./format.js";
 import { RANK_DEBUG, RANK_ERROR, RANK_INFO, RANK_WARN, defaultLogLevel, levelRank, parseLogLevel, type LogLevel } from "./level.js";
 import { jsonOrigin, textOrigin } from "./origin.js";
 import { checkOneOf } from "../checks.js";
@@ -147,17 +147,13 @@ export class Logger {
       this.#sink.write(`${level.tag}${textTime(Date.now())}${textOrigin} ${target} ${code} ${duration}${ids}\n`);
       return;
     }
-    // Cached parts, not JSON.stringify of an object: this runs once per request.
-    const line = level.head.read(Date.now()) + methodPart(entry.method) + jsonString(entry.path) + statusPart(code) + duration;
-    if (entry.requestId === undefined && entry.traceId === undefined && entry.idempotency === undefined) {
-      this.#sink.write(line + '"}\n');
-      return;
-    }
-    let ids = '"';
-    if (entry.requestId !== undefined) ids += `,"request_id":${jsonString(entry.requestId)}`;
-    if (entry.traceId !== undefined) ids += `,"trace_id":${jsonString(entry.traceId)}`;
-    if (entry.idempotency !== undefined) ids += `,"idempotency":${jsonString(entry.idempotency)}`;
-    this.#sink.write(line + ids + "}\n");
+    // Cached parts, not JSON.stringify of an object: this runs once per request. The quotes of the
+    // path and the ids are in the constant parts beside them, which spares two joins for each.
+    let line = level.head.read(Date.now()) + methodPart(entry.method) + jsonContent(entry.path) + statusPart(code) + duration;
+    if (entry.requestId !== undefined) line += '","request_id":"' + jsonContent(entry.requestId);
+    if (entry.traceId !== undefined) line += '","trace_id":"' + jsonContent(entry.traceId);
+    if (entry.idempotency !== undefined) line += '","idempotency":"' + jsonContent(entry.idempotency);
+    this.#sink.write(line + '"}\n');
   }
 
   /** Returns a new Logger with the same settings (level included) writing to `writer`; the original is unchanged. */

@@ -35,18 +35,18 @@ export class LineHead {
 const methodParts = new Map<string, string>();
 const statusParts: string[] = [];
 
-/** `,"method":"GET","path":` */
+/** `,"method":"GET","path":"`: the path's opening quote included. */
 export function methodPart(method: string): string {
   let part = methodParts.get(method);
   if (part === undefined) {
-    part = `,"method":${jsonString(method)},"path":`;
+    part = `,"method":${jsonString(method)},"path":"`;
     if (methodParts.size < MAX_CACHED_METHODS) methodParts.set(method, part);
   }
   return part;
 }
 
-/** `,"status":200,"duration":"` for an integer status (0 stands for a status that is not one). */
+/** `","status":200,"duration":"` for an integer status (0 stands for a status that is not one): the path's closing quote first. */
 export function statusPart(status: number): string {
-  if (status < 0 || status > 999) return `,"status":${status},"duration":"`;
-  return (statusParts[status] ??= `,"status":${status},"duration":"`);
+  if (status < 0 || status > 999) return `","status":${status},"duration":"`;
+  return (statusParts[status] ??= `","status":${status},"duration":"`);
 }
