@@ -7,7 +7,7 @@ import { errorResponse, toKError } from "../http/error-response.js";
 import { describeMiddleware, type MiddlewareContract } from "../http/middleware-contract.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { primaryIdempotencyStore } from "./ipc.js";
-import { MemoryIdempotencyStore, packResponse, unpackResponse, type HeldKey, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
+import { MemoryIdempotencyStore, packResponse, storedResponse, unpackResponse, type HeldKey, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
 
 /** Options of `idempotency()`. */
 export interface IdempotencyOptions {
@@ -219,15 +219,6 @@ async function readStream(result: Response, max: number): Promise<Body> {
 }
 
 const EMPTY = new Uint8Array(0);
-
-/** The response as the stores outside this process keep it: header pairs and the body in base64. */
-function storedResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): StoredResponse {
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < headers.length; i += 2) pairs.push([headers[i]!, headers[i + 1]!]);
-  if (body === undefined) return { status, headers: pairs, body: "", omitted: true };
-  const bytes = typeof body === "string" ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  return { status, headers: pairs, body: bytes.toString("base64") };
-}
 
 /** What a replay sends: the stored status, headers and bytes, marked. */
 function replay(status: number, flat: readonly string[], body: Buffer | null): HTTPResponse {

@@ -131,13 +131,22 @@ function packStored(response: StoredResponse): Buffer {
   return packResponse(response.status, response.headers.flat(), response.omitted === true ? undefined : Buffer.from(response.body, "base64"));
 }
 
+/**
+ * The response as the stores outside this process keep it: header pairs and the body in base64.
+ * @internal
+ */
+export function storedResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): StoredResponse {
+  const pairs: [string, string][] = [];
+  for (let i = 0; i < headers.length; i += 2) pairs.push([headers[i]!, headers[i + 1]!]);
+  if (body === undefined) return { status, headers: pairs, body: "", omitted: true };
+  const bytes = typeof body === "string" ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  return { status, headers: pairs, body: bytes.toString("base64") };
+}
+
 /** The stored form of a packed response, for `begin`'s answer outside this process's middleware. */
 function storedOf(packed: Uint8Array): StoredResponse {
   const { status, omitted, headers, bodyAt } = unpackResponse(packed);
-  const pairs: [string, string][] = [];
-  for (let i = 0; i < headers.length; i += 2) pairs.push([headers[i]!, headers[i + 1]!]);
-  if (omitted) return { status, headers: pairs, body: "", omitted: true };
-  return { status, headers: pairs, body: Buffer.from(packed.buffer, packed.byteOffset + bodyAt, packed.byteLength - bodyAt).toString("base64") };
+  return storedResponse(status, headers, omitted ? undefined : packed.subarray(bodyAt));
 }
 
 /** The same response without its body, marked omitted: what a store over its bound keeps. */
