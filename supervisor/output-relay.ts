@@ -22,8 +22,9 @@ export interface Relay {
  * buffered lines on the same target. When the target's reader does not keep up (its sink is
  * congested), the relay stops reading the worker's pipe until the sink has drained: the worker's
  * own log buffer then takes the wait (and counts its drops), and the primary holds at most one
- * chunk per worker. While held, what the worker writes waits in its pipe (see WorkerHandle: a
- * worker's lines wait for the primary's own about the same signal).
+ * chunk per worker. What a turn read is passed on in that turn's check phase (see passOn). While
+ * held, what the worker writes waits in its pipe (see WorkerHandle: a worker's lines wait for the
+ * primary's own about the same signal).
  */
 export function relayOutput(stream: Readable, fd: number): Relay {
   const sink = sinkFor(fd);
@@ -58,26 +59,57 @@ export function relayOutput(stream: Readable, fd: number): Relay {
   };
   let held = false;
   let waitingForSink = false;
+  let closed = false;
+  let ended = false;
+  let finish!: () => void;
+  const done = new Promise<void>((resolve) => (finish = resolve));
+  // What was read in this turn, passed on in its check phase: see passOn.
+  let queued: Buffer[] = [];
+  let scheduled = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    // A last line without its newline (a process killed mid-write) still ends as a line.
+    emitPartial();
+    finish();
+  };
+  /**
+   * Passes on what this turn read, after the poll phase has run every callback that was ready with
+   * it. The worker tells the primary by IPC before it writes its own lines about the same event, so
+   * when both are ready at once, the IPC message (which may hold this relay) has been handled by now,
+   * whichever of the two descriptors the poll phase read first.
+   */
+  const passOn = () => {
+    scheduled = false;
+    if (held) return;
+    const chunks = queued;
+    queued = [];
+    for (const chunk of chunks) relay(chunk);
+    if (closed) end();
+    else if (sink.congested && !waitingForSink) {
+      waitingForSink = true;
+      stream.pause();
+      sink.onceDrained(resume);
+    }
+  };
+  const schedule = () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(passOn);
+  };
   const resume = () => {
     waitingForSink = false;
     if (!held) stream.resume();
   };
   stream.on("data", (chunk: Buffer) => {
-    relay(chunk);
-    if (sink.congested && !waitingForSink) {
-      waitingForSink = true;
-      stream.pause();
-      sink.onceDrained(resume);
-    }
+    queued.push(chunk);
+    schedule();
   });
   // A read error ends the relay like an EOF ('close' follows); it must not crash the primary.
   stream.on("error", () => {});
-  const done = new Promise<void>((resolve) => {
-    stream.once("close", () => {
-      // A last line without its newline (a process killed mid-write) still ends as a line.
-      emitPartial();
-      resolve();
-    });
+  stream.once("close", () => {
+    closed = true;
+    schedule();
   });
   return {
     done,
@@ -88,6 +120,7 @@ export function relayOutput(stream: Readable, fd: number): Relay {
     release: () => {
       if (!held) return;
       held = false;
+      if (queued.length > 0 || closed) schedule();
       if (!waitingForSink) stream.resume();
     },
   };

@@ -181,26 +181,36 @@ describe("backoff and crash breaker", () => {
   });
 });
 
-/** Feeds `chunks` through a relay into a file; returns what the file got after each chunk and at the end. */
-async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[]; final: string }> {
+/** A relay from a PassThrough into a fresh file: `read()` is what the file holds, `close()` ends the stream and waits for the relay. */
+function relayToFile() {
   const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
   const fd = openSync(path, "w");
   const stream = new PassThrough();
-  const { done } = relayOutput(stream, fd);
-  const steps: string[] = [];
-  for (const chunk of chunks) {
-    stream.write(chunk);
-    await new Promise((resolve) => setImmediate(resolve));
-    steps.push(readFileSync(path, "utf8"));
-  }
-  stream.end();
-  await done;
-  closeSync(fd);
-  return { steps, final: readFileSync(path, "utf8") };
+  const relayed = relayOutput(stream, fd);
+  const read = () => readFileSync(path, "utf8");
+  const close = async () => {
+    stream.end();
+    await relayed.done;
+    closeSync(fd);
+    return read();
+  };
+  return { stream, relayed, read, close };
 }
 
 /** One turn of the event loop: what a relay passes on in it has reached the file. */
 const turn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** Feeds `chunks` through a relay into a file; returns what the file got after each chunk and at the end. */
+async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[]; final: string }> {
+  const { stream, read, close } = relayToFile();
+  const steps: string[] = [];
+  for (const chunk of chunks) {
+    stream.write(chunk);
+    await turn();
+    steps.push(read());
+  }
+  return { steps, final: await close() };
+}
 
 describe("relayOutput", () => {
   it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
@@ -216,23 +226,29 @@ describe("relayOutput", () => {
   });
 
   it("passes nothing on while held, then everything, in order, once released", async () => {
-    const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
-    const fd = openSync(path, "w");
-    const stream = new PassThrough();
-    const relayed = relayOutput(stream, fd);
+    const { stream, relayed, read, close } = relayToFile();
     stream.write("before\n");
     await turn();
     relayed.hold();
     stream.write("while held\n");
     await turn();
     await turn();
-    expect(readFileSync(path, "utf8")).toBe("before\n");
+    expect(read()).toBe("before\n");
     relayed.release();
     stream.write("after\n");
-    stream.end();
-    await relayed.done;
-    closeSync(fd);
-    expect(readFileSync(path, "utf8")).toBe("before\nwhile held\nafter\n");
+    expect(await close()).toBe("before\nwhile held\nafter\n");
+  });
+
+  it("holds what it read in the same turn as the hold, before it: a worker's lines read ahead of its IPC word", async () => {
+    const { stream, relayed, read, close } = relayToFile();
+    // The poll phase read the worker's pipe first, then its IPC message, which holds the relay.
+    stream.write("draining\n");
+    relayed.hold();
+    await turn();
+    await turn();
+    expect(read()).toBe("");
+    relayed.release();
+    expect(await close()).toBe("draining\n");
   });
 
   it("ends a last line without a newline when the stream closes, and cuts a line past 1 MiB", async () => {

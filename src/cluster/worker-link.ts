@@ -132,7 +132,9 @@ export function attachWorkerLink(app: LinkedApp): () => void {
     for (const stream of [process.stdout, process.stderr]) stream.on("error", () => {});
     drain("the supervisor's IPC channel closed (primary gone)", true);
   };
-  for (const signal of SIGNALS) process.on(signal, onSignal);
+  // Ahead of the App's own handler, which logs its draining line: the primary must have the word
+  // on its IPC channel before the line is on the worker's pipe (see the supervisor's output relay).
+  for (const signal of SIGNALS) process.prependListener(signal, onSignal);
   process.on("SIGHUP", onHangup);
   process.on("disconnect", onDisconnect);
   const offShutdown = primary.on(primaryShutdown, ({ reason }) => drain(reason, true));
