@@ -37,9 +37,9 @@ export function preforkWorkers(options: ResolvedSupervisorOptions): PreforkedWor
     for (const { worker } of waiting.values()) worker.discard();
     waiting.clear();
   };
+  // The supervisor asks with forkSettings() of the options it was given, resolved once: the
+  // settings the waiting workers were forked with.
   const fork: ForkSetup = (asked: ClusterSettings) => {
-    // Never expected: the supervisor resolved other settings than this start was forked with.
-    if (!isDeepStrictEqual(asked, settings)) discard();
     const forkAnew = clusterFork(asked);
     return (env) => {
       const id = env.KEELSON_WORKER_ID ?? "";
