@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { toRequest, type H3, type Middleware } from "h3";
 import type { ServerRequest } from "srvx";
 import { resolveConfig, type KConfig, type ResolvedConfig } from "./config.js";
@@ -312,6 +313,7 @@ export class App implements Router {
   }
 
   async #listen(): Promise<void> {
+    settleAsyncContextFrame();
     // Installed first: a signal during startup still drains and runs the hooks, never kills outright.
     const releaseSignals = handleSignals(this.#lifecycle);
     let releaseWorker: () => void = doNothing;
@@ -426,3 +428,17 @@ const doNothing = (): void => {};
  * its App to the command instead of serving. A registered symbol: the entry may load its own copy of keelson.
  */
 const DOCUMENT_ONLY = Symbol.for("keelson.client.documentOnly");
+
+/**
+ * Node 24 runs with its inactive AsyncContextFrame class until something first reads
+ * `AsyncContextFrame.enabled` (reading `AsyncLocalStorage` from node:async_hooks does, as do some
+ * timers), and then swaps in the active class for good. V8 optimises `nextTick` and the tick
+ * queue against whichever class is in place when they get hot, and the inactive one leaves them with
+ * generic property loads on every tick. A worker under the supervisor, or any process where nothing
+ * else triggers the check first, would serve with those; settling it before serving makes every
+ * process run the same, cheaper code. Behaviour is unchanged: the swap is the one Node makes on the
+ * first AsyncLocalStorage anyway, and with `--no-async-context-frame` there is nothing to swap.
+ */
+function settleAsyncContextFrame(): void {
+  if (typeof AsyncLocalStorage !== "function") throw new Error("node:async_hooks has no AsyncLocalStorage");
+}
