@@ -25,6 +25,9 @@ export const SCENARIOS: Scenario[] = [
   { name: "POST /books", method: "POST", path: "/books", body: JSON.stringify({ title: "Dune", author: "Frank Herbert" }) },
 ];
 
+/** The default warm-up per server start, seconds. */
+const WARMUP_SEC = 8;
+
 export interface Config {
   rounds: number;
   durationSec: number;
@@ -60,9 +63,9 @@ export function scenariosFor(config: Pick<Config, "origin"> & { targets?: readon
 
 /** The peers mode's flags, one line each (also printed by `bench.ts --help`). */
 export const PEERS_OPTIONS = [
-  "--rounds N         interleaved rounds (default 3)",
+  "--rounds N         interleaved rounds (default 3, or ROUNDS: make bench ROUNDS=9)",
   "--duration S       measured seconds per scenario (default 3)",
-  "--warmup S         discarded warm-up seconds per server start, all routes mixed (default 2)",
+  "--warmup S         discarded warm-up seconds per server start, all routes mixed (default 8)",
   `--targets a,b,...  subset of: ${ALL_TARGETS.join(",")} (default all); variants only when named: ${VARIANT_TARGETS.join(",")} (keelson-idempotency adds "POST /books keyed" for every target)`,
   "--connections N    autocannon connections (default 50)",
   "--pipelining N     autocannon pipelining factor (default 10)",
@@ -118,9 +121,11 @@ export function parseConfig(argv: string[]): Config | null {
     throw new Error(`unknown target(s) ${unknown.join(", ") || "(none given)"}; known: ${known.join(", ")}`);
   }
   return {
-    rounds: positive("rounds", values.rounds, 3, true),
+    rounds: positive("rounds", values.rounds ?? (process.env.ROUNDS || undefined), 3, true),
     durationSec: positive("duration", values.duration, 3, false),
-    warmupSec: positive("warmup", values.warmup, 2, false),
+    // Long enough for the POST path's first optimised compilation to land before the measured
+    // windows: a shorter warm-up measures the compiler in keelson's row and not in the lighter peers'.
+    warmupSec: positive("warmup", values.warmup, WARMUP_SEC, false),
     targets: [...new Set(targets)],
     connections: positive("connections", values.connections, 50, true),
     pipelining: positive("pipelining", values.pipelining, 10, true),
