@@ -196,6 +196,14 @@ describeBoth(
       expect(() => a.headers.set("x-one", "1")).toThrow(/shared and frozen/);
       expect(() => a.headers.append("x-one", "1")).toThrow(/shared and frozen/);
       expect(() => a.headers.delete("content-type")).toThrow(/shared and frozen/);
+      // entries() gives what a Headers gives: fresh pairs, an iterator with the helpers, each walk anew.
+      const expected = [["content-type", "application/json;charset=UTF-8"], ["x-content-type-options", "nosniff"]];
+      const walked = [...a.headers.entries()];
+      expect(walked).toEqual(expected);
+      walked[0]![1] = "changed";
+      expect(Array.from(a.headers.entries())).toEqual(expected);
+      expect(typeof Reflect.get(a.headers.entries(), "toArray")).toBe("function");
+      expect(Array.from(a.headers)).toEqual(expected);
       const b = created({ id: 3 }, "/books/3");
       b.headers.set("x-two", "2");
       expect([b.headers.get("location"), b.headers.get("x-two"), b.headers.get("content-type")]).toEqual(["/books/3", "2", "application/json;charset=UTF-8"]);

@@ -137,3 +137,66 @@ describe("headers set before the head (real socket)", () => {
     }
   });
 });
+
+// srvx writes a body it holds whole as writeHead, write(body), end(): that first write ends the
+// response at once (one socket write); anything else keeps node's own write.
+describe("a whole body written once (real socket)", () => {
+  let server: Server;
+  let base: string;
+  const ends: Record<string, { endedAfterWrite: boolean; finishes: number; endCallback: boolean }> = {};
+  beforeAll(async () => {
+    server = createServer({ ServerResponse: StandardReasonResponse }, (req: IncomingMessage, res) => {
+      const path = req.url ?? "";
+      const record = { endedAfterWrite: false, finishes: 0, endCallback: false };
+      ends[path] = record;
+      res.on("finish", () => record.finishes++);
+      if (path === "/whole") {
+        res.writeHead(200, "", ["content-type", "text/plain", "content-length", "5"]);
+        expect(res.write("hello")).toBe(true);
+        record.endedAfterWrite = res.writableEnded;
+        res.end(() => (record.endCallback = true));
+      } else if (path === "/parts") {
+        res.writeHead(200, "", ["content-type", "text/plain", "content-length", "5"]);
+        res.write("hel");
+        record.endedAfterWrite = res.writableEnded;
+        res.write("lo");
+        res.end();
+      } else if (path === "/non-ascii") {
+        // 5 UTF-8 bytes in 4 characters: not taken for the whole body.
+        res.writeHead(200, "", ["content-type", "text/plain", "content-length", "5"]);
+        res.write("héll");
+        record.endedAfterWrite = res.writableEnded;
+        res.end();
+      } else if (path === "/bytes") {
+        res.writeHead(200, "", ["content-type", "text/plain", "content-length", "5"]);
+        res.write(Buffer.from("bytes"));
+        record.endedAfterWrite = res.writableEnded;
+        res.end();
+      } else {
+        // No content-length: a body streamed in parts.
+        res.writeHead(200, "", ["content-type", "text/plain"]);
+        res.write("chunk");
+        record.endedAfterWrite = res.writableEnded;
+        setTimeout(() => res.end("ed"), 5);
+      }
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it("ends the response at the write; the end() after it is node's no-op on a finished response", async () => {
+    const res = await fetch(`${base}/whole`);
+    expect([res.status, res.headers.get("content-length"), await res.text()]).toEqual([200, "5", "hello"]);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(ends["/whole"]).toEqual({ endedAfterWrite: true, finishes: 1, endCallback: true });
+  });
+
+  it("leaves a part of the body, a non-ASCII string, bytes and a body without length to node's write", async () => {
+    for (const [path, body] of [["/parts", "hello"], ["/non-ascii", "héll"], ["/bytes", "bytes"], ["/streamed", "chunked"]] as const) {
+      const res = await fetch(`${base}${path}`);
+      expect([path, res.status, await res.text()]).toEqual([path, 200, body]);
+      expect([path, ends[path]?.endedAfterWrite, ends[path]?.finishes]).toEqual([path, false, 1]);
+    }
+  });
+});

@@ -19,7 +19,7 @@ class FrozenHeaders extends Headers {
    * response it writes, and a Headers iterator sorts, checks and allocates on every step.
    */
   override entries(): HeadersIterator<[string, string]> {
-    return this.#pairs[Symbol.iterator]() as unknown as HeadersIterator<[string, string]>;
+    return new PairsIterator(this.#pairs) as unknown as HeadersIterator<[string, string]>;
   }
 
   override set(name: string): never {
@@ -32,6 +32,34 @@ class FrozenHeaders extends Headers {
     return refuse("delete", name);
   }
 }
+
+/**
+ * The iterator of FrozenHeaders#entries(): each step a fresh `[name, value]`, as Headers gives. Not an
+ * array's iterator: srvx's loop over the pairs then calls V8's array-iterator builtin for every step
+ * and every pair's destructuring, where this `next()` is an ordinary call.
+ */
+class PairsIterator {
+  readonly #pairs: readonly (readonly [string, string])[];
+  #index = 0;
+
+  constructor(pairs: readonly (readonly [string, string])[]) {
+    this.#pairs = pairs;
+  }
+
+  next(): IteratorResult<[string, string], undefined> {
+    const index = this.#index;
+    const pair = this.#pairs[index];
+    if (pair === undefined) return { done: true, value: undefined };
+    this.#index = index + 1;
+    return { done: false, value: [pair[0], pair[1]] };
+  }
+
+  [Symbol.iterator](): this {
+    return this;
+  }
+}
+// The iterator helpers (map, filter, toArray…) every built-in iterator has.
+Object.setPrototypeOf(PairsIterator.prototype, Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]())) as object);
 
 const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
 

@@ -23,6 +23,12 @@ export class StandardReasonResponse<Request extends IncomingMessage = IncomingMe
    * @internal
    */
   keelsonPendingHeaders: string[] | null = null;
+  /**
+   * The `content-length` a head given as srvx's flat array ended with, until the first write: a
+   * first write of exactly that many ASCII characters is the whole body. -1: none.
+   * @internal
+   */
+  keelsonWholeLength = -1;
 }
 
 /**
@@ -156,7 +162,35 @@ StandardReasonResponse.prototype.writeHead = function (this: StandardReasonRespo
     this.keelsonPendingHeaders = null;
     fields = withPending(this, bag, fields);
   }
+  // srvx puts the length of a body it knows last: see write() below.
+  if (Array.isArray(fields)) {
+    const count = fields.length;
+    if (count >= 2 && fields[count - 2] === "content-length") this.keelsonWholeLength = Number(fields[count - 1]);
+  }
   return (writeHead as (this: ServerResponse, ...args: unknown[]) => ServerResponse).call(
     this, statusCode, phrase === "" ? (STATUS_CODES[statusCode] ?? "") : phrase, fields,
   );
 } as StandardReasonResponse["writeHead"];
+
+const write = ServerResponse.prototype.write as (this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
+
+/**
+ * srvx sends a body it holds whole (every JSON answer) as `writeHead`, `write(body)`, `end()`. Node
+ * corks the socket for a write, so head and body, then the empty chunk of `end()`, leave in one
+ * `writev` of two strings, with a tick to uncork. A first write that is the whole declared body
+ * (a string of exactly `content-length` ASCII characters, no callback) ends the response at once,
+ * as `end(body)` would: the same bytes in one plain write. The `end()` that follows finds the
+ * response finished and does nothing, as node's own `end()` does on a finished response.
+ */
+StandardReasonResponse.prototype.write = function (this: StandardReasonResponse, chunk: unknown, encoding?: unknown, callback?: unknown): boolean {
+  const whole = this.keelsonWholeLength;
+  if (whole !== -1) {
+    this.keelsonWholeLength = -1;
+    // A string's length equals its UTF-8 byte length only when it is all ASCII.
+    if (typeof chunk === "string" && chunk.length === whole && encoding === undefined && callback === undefined && !this.writableEnded) {
+      this.end(chunk);
+      return true;
+    }
+  }
+  return write.call(this, chunk, encoding, callback);
+} as StandardReasonResponse["write"];
