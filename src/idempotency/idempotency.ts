@@ -278,8 +278,7 @@ const TEXT_FINGERPRINT_BYTES = 128;
  */
 function fingerprintOf(event: H3Event, body: Buffer, local: boolean): string {
   const url = event.url;
-  // join() writes one flat string: a concatenation would be kept as a tree of its parts.
-  if (local && body.byteLength <= TEXT_FINGERPRINT_BYTES) return [event.req.method, "\n", url.pathname, url.search, "\n", body.toString("latin1")].join("");
+  if (local && body.byteLength <= TEXT_FINGERPRINT_BYTES) return `${event.req.method}\n${url.pathname}${url.search}\n${body.toString("latin1")}`;
   const head = Buffer.from(`${event.req.method}\n${url.pathname}${url.search}\n`, "latin1");
   return hash(SHA256, body.byteLength === 0 ? head : Buffer.concat([head, body]), "base64url");
 }
@@ -402,10 +401,11 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
     const local = guard.local;
     const fingerprint = fingerprintOf(event, bodyBytes, local !== undefined);
     const scope = guard.scopeOf(event) ?? "";
-    // The text `${name}\n${scope}\n${key}`, the default name being the route's method and path. The
-    // in-process store keys by this text itself (no digest to make, no collision possible), made by
-    // join() as one flat string: a concatenation would be kept as a tree of its parts.
-    const scoped = [guard.name ?? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}`, "\n", scope, "\n", clientKey].join("");
+    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
+    // The in-process store keys by this text itself: no digest to make, and no collision possible.
+    const scoped = guard.name === undefined
+      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
+      : `${guard.name}\n${scope}\n${clientKey}`;
     const key = local !== undefined ? scoped : hash(SHA256, scoped, "base64url");
     const claim = ++claims;
     const token = local !== undefined ? claim : guard.tokenPrefix + String(claim);
