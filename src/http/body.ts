@@ -101,7 +101,6 @@ function readNodeBody<T>(req: IncomingMessage, limit: number, finish: (bytes: Bu
   });
 }
 
-const same = (bytes: Buffer) => bytes;
 const parseBytes = (bytes: Buffer) => parseJSON(bytes.toString("utf8"));
 
 /** The body parsed as it is read: on Node, in the step that ends the stream, with no promise between. */
@@ -230,7 +229,9 @@ export function readBodyEarly(event: H3Event, limit: number): Promise<Buffer> {
   const { length, chunked } = bodyHeaders(event);
   if (length === "0" || (length === null && !chunked)) return Promise.resolve(Buffer.alloc(0));
   if (length !== null && Number(length) > limit) return Promise.reject(tooLarge(limit));
-  return readBytes(event, limit, same, async (req) => Buffer.from(await req.arrayBuffer())).then((bytes) => (event.context.keelsonBody = bytes));
+  // Kept as the read ends, in the step that ends the stream: no promise after the read's own.
+  const keep = (bytes: Buffer) => (event.context.keelsonBody = bytes);
+  return readBytes(event, limit, keep, async (req) => keep(Buffer.from(await req.arrayBuffer())));
 }
 
 declare module "h3" {

@@ -8,10 +8,13 @@ function refuse(operation: string, name: string): never {
 /** Headers that refuse changes: one instance is shared by every plain JSON response. */
 class FrozenHeaders extends Headers {
   readonly #pairs: readonly (readonly [string, string])[];
+  /** The same pairs flat (name, value…), for `frozenHeaderList`. */
+  readonly list: readonly string[];
 
   constructor(init: Record<string, string>) {
     super(init);
     this.#pairs = Object.freeze(Array.from(super.entries(), (pair) => Object.freeze(pair)));
+    this.list = Object.freeze(this.#pairs.flat());
   }
 
   /**
@@ -62,6 +65,15 @@ class PairsIterator {
 Object.setPrototypeOf(PairsIterator.prototype, Object.getPrototypeOf(Object.getPrototypeOf([][Symbol.iterator]())) as object);
 
 const SHARED_JSON_HEADERS: Headers = new FrozenHeaders(JSON_HEADERS);
+
+/**
+ * The headers of a json()/created() response without extra headers, flat (name, value…, lower-case
+ * names, as Headers iterates them), when `headers` is that shared frozen instance; else undefined.
+ * They never change, so a reader need not iterate a Headers (which sorts and checks on every step).
+ */
+export function frozenHeaderList(headers: Headers): readonly string[] | undefined {
+  return headers instanceof FrozenHeaders ? headers.list : undefined;
+}
 
 /** The body of a JSONValueResponse that nothing has written yet. */
 const UNWRITTEN: unique symbol = Symbol("unwritten");

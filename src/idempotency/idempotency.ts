@@ -4,10 +4,11 @@ import { checkOptionalNumber, MS_ABOVE_0, show } from "../checks.js";
 import { createError, errorMessage, KError } from "../errors.js";
 import { readBodyEarly } from "../http/body.js";
 import { errorResponse, toKError } from "../http/error-response.js";
+import { frozenHeaderList } from "../http/results.js";
 import { describeMiddleware, type MiddlewareContract } from "../http/middleware-contract.js";
 import { getPrimaryChannel } from "../cluster/worker-link.js";
 import { primaryIdempotencyStore } from "./ipc.js";
-import { MemoryIdempotencyStore, packResponse, storedResponse, unpackResponse, type HeldKey, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
+import { MemoryIdempotencyStore, storedResponse, type HeldKey, type IdempotencyState, type IdempotencyStore, type StoredResponse } from "./store.js";
 
 /** Options of `idempotency()`. */
 export interface IdempotencyOptions {
@@ -171,18 +172,41 @@ function setFlat(flat: string[], name: string, value: string): void {
   flat.push(name, value);
 }
 
-/** The response's own headers worth replaying, plus those the handler staged on the event, flat. */
-function keptHeaders(own: Headers, event: H3Event, before: readonly string[]): string[] {
-  const kept: string[] = [];
+/** The kept headers of the last frozen list met with nothing staged: the same list every time. */
+let frozenSeen: readonly string[] | undefined;
+let frozenKept: readonly string[] = NONE;
+
+/**
+ * The response's own headers worth replaying, plus those the handler staged on the event, flat.
+ * A json()/created() response's frozen headers are read as a list, and with nothing staged the
+ * kept list is made once and shared by every record (a record never changes its list).
+ */
+function keptHeaders(own: Headers, event: H3Event, before: readonly string[]): readonly string[] {
   const staged = (event.res as { [STAGED_HEADERS]?: Headers })[STAGED_HEADERS];
+  const frozen = frozenHeaderList(own);
+  if (staged === undefined && frozen !== undefined) {
+    if (frozen !== frozenSeen) {
+      frozenKept = ownKept([], frozen);
+      frozenSeen = frozen;
+    }
+    return frozenKept;
+  }
+  const kept: string[] = [];
   staged?.forEach((value, name) => {
     if (NOT_STORED_HEADERS.has(name)) return;
     for (let i = 0; i < before.length; i += 2) if (before[i] === name && before[i + 1] === value) return;
     setFlat(kept, name, value);
   });
+  if (frozen !== undefined) return ownKept(kept, frozen);
   own.forEach((value, name) => {
     if (!NOT_STORED_HEADERS.has(name)) setFlat(kept, name, value);
   });
+  return kept;
+}
+
+/** `kept` with the headers of a flat list worth replaying set over it. */
+function ownKept(kept: string[], list: readonly string[]): string[] {
+  for (let i = 0; i < list.length; i += 2) if (!NOT_STORED_HEADERS.has(list[i]!)) setFlat(kept, list[i]!, list[i + 1]!);
   return kept;
 }
 
@@ -233,16 +257,28 @@ function replayStored(response: StoredResponse): HTTPResponse {
   return replay(response.status, response.headers.flat(), response.body === "" ? null : Buffer.from(response.body, "base64"));
 }
 
-function replayPacked(packed: Buffer): HTTPResponse {
-  const { status, headers, bodyAt } = unpackResponse(packed);
-  return replay(status, headers, packed.subarray(bodyAt));
+function replayHeld(held: HeldKey): HTTPResponse {
+  const body = held.body;
+  return replay(held.status, held.headers, body === undefined ? null : typeof body === "string" ? Buffer.from(body) : Buffer.from(body.buffer, body.byteOffset, body.byteLength));
 }
 
 const SHA256 = "sha256";
 
-/** The fingerprint: SHA-256 over the method, the path with its query and the body's bytes. */
-function fingerprintOf(event: H3Event, body: Buffer): string {
+/**
+ * Request bodies up to this many bytes are fingerprinted for the in-process store by their own
+ * text (method, path and query, the bytes as Latin-1): comparing it on a replay costs less than
+ * hashing it on every request, and the record is not much longer than with a digest.
+ */
+const TEXT_FINGERPRINT_BYTES = 128;
+
+/**
+ * The fingerprint: SHA-256 over the method, the path with its query and the body's bytes; for the
+ * in-process store and a small body, that text itself (it never leaves the process, and equal
+ * texts are exactly equal requests; a text always holds a newline, a digest never).
+ */
+function fingerprintOf(event: H3Event, body: Buffer, local: boolean): string {
   const url = event.url;
+  if (local && body.byteLength <= TEXT_FINGERPRINT_BYTES) return `${event.req.method}\n${url.pathname}${url.search}\n${body.toString("latin1")}`;
   const head = Buffer.from(`${event.req.method}\n${url.pathname}${url.search}\n`, "latin1");
   return hash(SHA256, body.byteLength === 0 ? head : Buffer.concat([head, body]), "base64url");
 }
@@ -318,7 +354,8 @@ class Guard {
     note(event, read === "over" ? "oversize" : outcome);
     const local = this.local;
     if (local !== undefined) {
-      local.keep(key, token, packResponse(status, headers, body), this.o.ttlMs, this.clock());
+      // Text is immutable; bytes are copied: the route may reuse its buffer, or it may be a view of a larger one.
+      local.keep(key, token, status, headers, body === undefined || typeof body === "string" ? body : Buffer.from(body), this.o.ttlMs, this.clock());
       return undefined;
     }
     const complete = { key, token: token as string, response: storedResponse(status, headers, body), ttlMs: this.o.ttlMs, now: this.clock() };
@@ -359,14 +396,17 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       note(event, "invalid");
       return errorResponse(createError("IDEMPOTENCY_KEY_INVALID", `Idempotency-Key must be 1 to ${o.maxKeyLength} printable ASCII characters without quotes or backslashes`));
     }
-    const fingerprint = fingerprintOf(event, await readBodyEarly(event, o.maxBodyBytes));
-    const scope = guard.scopeOf(event) ?? "";
-    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
-    const key = hash(SHA256, guard.name === undefined
-      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
-      : `${guard.name}\n${scope}\n${clientKey}`, "base64url");
+    const bodyBytes = await readBodyEarly(event, o.maxBodyBytes);
     const store = guard.store ?? guard.open();
     const local = guard.local;
+    const fingerprint = fingerprintOf(event, bodyBytes, local !== undefined);
+    const scope = guard.scopeOf(event) ?? "";
+    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
+    // The in-process store keys by this text itself: no digest to make, and no collision possible.
+    const scoped = guard.name === undefined
+      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
+      : `${guard.name}\n${scope}\n${clientKey}`;
+    const key = local !== undefined ? scoped : hash(SHA256, scoped, "base64url");
     const claim = ++claims;
     const token = local !== undefined ? claim : guard.tokenPrefix + String(claim);
     if (local !== undefined) {
@@ -376,7 +416,7 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       } catch (error) {
         return guard.storeFailed(event, error);
       }
-      if (held !== undefined) return answerHeld(event, fingerprint, held.fingerprint, held.response ?? null);
+      if (held !== undefined) return answerHeld(event, fingerprint, held.fingerprint, held.status === 0 ? null : held, true);
     } else {
       let state: IdempotencyState;
       try {
@@ -384,7 +424,7 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       } catch (error) {
         return guard.storeFailed(event, error);
       }
-      if (state.state !== "acquired") return answerHeld(event, fingerprint, state.fingerprint, state.state === "running" ? null : state.response);
+      if (state.state !== "acquired") return answerHeld(event, fingerprint, state.fingerprint, state.state === "running" ? null : state.response, false);
     }
     const before = stagedBefore(event);
     let result: unknown;
@@ -410,7 +450,8 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
 }
 
 /** The answer to a request whose key another request holds: 422, 409, or the kept response. */
-function answerHeld(event: H3Event, fingerprint: string, heldFingerprint: string, response: Buffer | StoredResponse | null): HTTPResponse {
+/** `held`: `response` is the in-process store's record (flat headers, text or bytes), else a stored response. */
+function answerHeld(event: H3Event, fingerprint: string, heldFingerprint: string, response: HeldKey | StoredResponse | null, held: boolean): HTTPResponse {
   if (heldFingerprint !== fingerprint) {
     note(event, "mismatch");
     return errorResponse(createError("IDEMPOTENCY_KEY_REUSED"));
@@ -420,7 +461,7 @@ function answerHeld(event: H3Event, fingerprint: string, heldFingerprint: string
     return errorResponse(createError("IDEMPOTENCY_KEY_IN_USE"), { "retry-after": "1" });
   }
   note(event, "replayed");
-  return Buffer.isBuffer(response) ? replayPacked(response) : replayStored(response);
+  return held ? replayHeld(response as HeldKey) : replayStored(response as StoredResponse);
 }
 
 /** What an idempotent route adds to its document: the header parameter, the 400/409/422 and the replay header. */

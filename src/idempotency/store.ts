@@ -70,69 +70,9 @@ export interface IdempotencyStore {
 export class IdempotencyStoreFullError extends Error {}
 
 /**
- * A kept response as one byte string: status (2 bytes), flags (1: the body was omitted), the
- * header count (2), each header's name and value as a length (4) and its Latin-1 bytes, then the
- * body. Latin-1 is exact: a header a `Headers` holds or replays is a byte string (no code point
- * past 255), and it is written without measuring or transcoding it.
- * One buffer per record, its bytes off the JavaScript heap: the collector moves and marks one small
- * object per kept response instead of a string per header and a base64 body.
- */
-const HEAD_BYTES = 5;
-const OMITTED = 1;
-
-/**
- * Packs a response for the in-memory store. `headers` is flat: name, value, name, value…, byte
- * strings; `body` is the body's text (written as UTF-8) or bytes, or undefined when it was omitted.
- * @internal
- */
-export function packResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): Buffer {
-  let size = HEAD_BYTES;
-  for (const text of headers) size += 4 + text.length;
-  const bodyLength = body === undefined ? 0 : typeof body === "string" ? Buffer.byteLength(body) : body.byteLength;
-  const packed = Buffer.allocUnsafe(size + bodyLength);
-  packed.writeUInt16BE(status, 0);
-  packed[2] = body === undefined ? OMITTED : 0;
-  packed.writeUInt16BE(headers.length >> 1, 3);
-  let at = HEAD_BYTES;
-  for (const text of headers) {
-    packed.writeUInt32BE(text.length, at);
-    packed.write(text, at + 4, "latin1");
-    at += 4 + text.length;
-  }
-  if (typeof body === "string") packed.write(body, at);
-  else if (body !== undefined) packed.set(body, at);
-  return packed;
-}
-
-/** A packed response read back: its headers flat (name, value…) and where its body starts. */
-interface Unpacked {
-  status: number;
-  omitted: boolean;
-  headers: string[];
-  bodyAt: number;
-}
-
-/** @internal */
-export function unpackResponse(packed: Uint8Array): Unpacked {
-  const bytes = Buffer.from(packed.buffer, packed.byteOffset, packed.byteLength);
-  const count = bytes.readUInt16BE(3) * 2;
-  const headers: string[] = [];
-  let at = HEAD_BYTES;
-  for (let i = 0; i < count; i++) {
-    const length = bytes.readUInt32BE(at);
-    headers.push(bytes.toString("latin1", at + 4, at + 4 + length));
-    at += 4 + length;
-  }
-  return { status: bytes.readUInt16BE(0), omitted: (bytes[2]! & OMITTED) !== 0, headers, bodyAt: at };
-}
-
-/** The packed form of a response as the other stores and IPC carry it (base64 body). */
-function packStored(response: StoredResponse): Buffer {
-  return packResponse(response.status, response.headers.flat(), response.omitted === true ? undefined : Buffer.from(response.body, "base64"));
-}
-
-/**
  * The response as the stores outside this process keep it: header pairs and the body in base64.
+ * `headers` is flat: name, value, name, value…; `body` is the body's text (UTF-8) or bytes, or
+ * undefined when it was omitted.
  * @internal
  */
 export function storedResponse(status: number, headers: readonly string[], body: string | Uint8Array | undefined): StoredResponse {
@@ -143,37 +83,56 @@ export function storedResponse(status: number, headers: readonly string[], body:
   return { status, headers: pairs, body: bytes.toString("base64") };
 }
 
-/** The stored form of a packed response, for `begin`'s answer outside this process's middleware. */
-function storedOf(packed: Uint8Array): StoredResponse {
-  const { status, omitted, headers, bodyAt } = unpackResponse(packed);
-  return storedResponse(status, headers, omitted ? undefined : packed.subarray(bodyAt));
-}
-
-/** The same response without its body, marked omitted: what a store over its bound keeps. */
-function withoutBody(packed: Uint8Array): Buffer {
-  const { status, headers } = unpackResponse(packed);
-  return packResponse(status, headers, undefined);
-}
-
-/** The bytes a record holds in memory, roughly: what `maxBytes` counts. */
-const sizeOf = (key: string, response: Uint8Array | undefined) => key.length + 128 + (response === undefined ? 0 : response.byteLength);
+/** A SHA-256 digest in base64url: the fingerprint the record's fixed share of `maxBytes` covers. */
+const DIGEST_LENGTH = 43;
 
 /**
- * One key's record. `token` is a string from `begin`, or a number from this process's own
- * middleware (`claim`): a claim's counter, which needs no string of its own.
+ * The bytes a record holds in memory, roughly: what `maxBytes` counts. 128 for the record with a
+ * digest-long fingerprint (a longer one adds its excess), the key, and once kept the response as
+ * it was counted packed: 5 bytes, each header's length and 4, the body's bytes (a text's UTF-8).
  */
-interface MemoryRecord {
-  token: string | number;
-  fingerprint: string;
-  expiresAt: number;
-  response: Buffer | undefined;
-  size: number;
+function sizeOf(key: string, fingerprint: string, headers: readonly string[] | undefined, body: string | Uint8Array | undefined): number {
+  let size = key.length + 128 + Math.max(0, fingerprint.length - DIGEST_LENGTH);
+  if (headers === undefined) return size;
+  size += 5;
+  for (let i = 0; i < headers.length; i++) size += 4 + headers[i]!.length;
+  return body === undefined ? size : size + (typeof body === "string" ? Buffer.byteLength(body) : body.byteLength);
 }
 
-/** What holds a key, as `claim` answers it: its fingerprint and, once complete, its packed response. */
+const NO_HEADERS: readonly string[] = [];
+
+/**
+ * One key's record, and the response it keeps. `token` is a string from `begin`, or a number from
+ * this process's own middleware (`claim`): a claim's counter, which needs no string of its own.
+ * The response is kept as the route gave it: its text or bytes, and its headers flat (a list the
+ * middleware may share between records, never changed), so keeping it copies nothing.
+ */
+class MemoryRecord implements HeldKey {
+  token: string | number;
+  readonly fingerprint: string;
+  expiresAt: number;
+  status = 0;
+  headers = NO_HEADERS;
+  body: string | Uint8Array | undefined = undefined;
+  size: number;
+
+  constructor(token: string | number, fingerprint: string, expiresAt: number, size: number) {
+    this.token = token;
+    this.fingerprint = fingerprint;
+    this.expiresAt = expiresAt;
+    this.size = size;
+  }
+}
+
+/**
+ * What holds a key, as `claim` answers it: its fingerprint and, once complete, its response
+ * (`status` is 0 while the request that holds it runs; `body` undefined when it was omitted).
+ */
 export interface HeldKey {
   readonly fingerprint: string;
-  readonly response: Buffer | undefined;
+  readonly status: number;
+  readonly headers: readonly string[];
+  readonly body: string | Uint8Array | undefined;
 }
 
 /** Options of `new MemoryIdempotencyStore()`. */
@@ -228,30 +187,36 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       if (record.expiresAt > now) return record;
       this.#delete(key, record);
     }
-    const size = sizeOf(key, undefined);
+    const size = sizeOf(key, fingerprint, undefined, undefined);
     if (this.#bytes + size > this.#maxBytes) {
       // Expired records may still hold room a sweep has not given back yet.
       this.#sweep(now, true);
       if (this.#bytes + size > this.#maxBytes) throw new IdempotencyStoreFullError("the idempotency store is full");
     }
-    this.#records.set(key, { token, fingerprint, expiresAt: now + leaseMs, response: undefined, size });
+    this.#records.set(key, new MemoryRecord(token, fingerprint, now + leaseMs, size));
     this.#bytes += size;
     return undefined;
   }
 
   /**
-   * `complete` with a packed response (`packResponse`), for this process's middleware.
+   * `complete` for this process's middleware: `headers` flat (name, value…, never changed after),
+   * `body` the body's text or bytes, undefined when it was omitted. Kept as given, not copied.
    * @internal
    */
-  keep(key: string, token: string | number, packed: Buffer, ttlMs: number, now: number): void {
+  keep(key: string, token: string | number, status: number, headers: readonly string[], body: string | Uint8Array | undefined, ttlMs: number, now: number): void {
     const record = this.#records.get(key);
-    if (record === undefined || record.token !== token || record.response !== undefined) return;
+    if (record === undefined || record.token !== token || record.status !== 0) return;
+    let kept = sizeOf(key, record.fingerprint, headers, body);
     // Over the bound the record stays, without its body: dropping it would let a retry run again.
-    const response = this.#bytes - record.size + sizeOf(key, packed) > this.#maxBytes ? withoutBody(packed) : packed;
-    const kept = sizeOf(key, response);
+    if (body !== undefined && this.#bytes - record.size + kept > this.#maxBytes) {
+      body = undefined;
+      kept = sizeOf(key, record.fingerprint, headers, undefined);
+    }
     this.#bytes += kept - record.size;
     record.size = kept;
-    record.response = response;
+    record.status = status;
+    record.headers = headers;
+    record.body = body;
     record.expiresAt = now + ttlMs;
   }
 
@@ -261,19 +226,20 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
    */
   free(key: string, token: string | number): void {
     const record = this.#records.get(key);
-    if (record !== undefined && record.token === token && record.response === undefined) this.#delete(key, record);
+    if (record !== undefined && record.token === token && record.status === 0) this.#delete(key, record);
   }
 
   beginNow(begin: IdempotencyBegin): IdempotencyState {
     const held = this.claim(begin.key, begin.fingerprint, begin.token, begin.leaseMs, begin.now);
     if (held === undefined) return { state: "acquired" };
-    return held.response === undefined
+    return held.status === 0
       ? { state: "running", fingerprint: held.fingerprint }
-      : { state: "done", fingerprint: held.fingerprint, response: storedOf(held.response) };
+      : { state: "done", fingerprint: held.fingerprint, response: storedResponse(held.status, held.headers, held.body) };
   }
 
   completeNow(complete: IdempotencyComplete): void {
-    this.keep(complete.key, complete.token, packStored(complete.response), complete.ttlMs, complete.now);
+    const { status, headers, body, omitted } = complete.response;
+    this.keep(complete.key, complete.token, status, headers.flat(), omitted === true ? undefined : Buffer.from(body, "base64"), complete.ttlMs, complete.now);
   }
 
   releaseNow(release: IdempotencyRelease): void {
@@ -284,7 +250,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   releaseHeldBy(prefix: string): number {
     let released = 0;
     for (const [key, record] of this.#records) {
-      if (record.response === undefined && typeof record.token === "string" && record.token.startsWith(prefix)) {
+      if (record.status === 0 && typeof record.token === "string" && record.token.startsWith(prefix)) {
         this.#delete(key, record);
         released++;
       }
