@@ -184,3 +184,5 @@ for (let window = 1; window <= windows; window++) {
     + `${Math.round(total / fired.ok).toLocaleString("en-US")} instructions per request, of which the idle rate ${Math.round(idleRate * elapsed / fired.ok).toLocaleString("en-US")}; `
     + `callgrind-net.ts --requests ${fired.ok} ${path.join(outDir, `counted-${window}.out`)}`);
 }
+// The server's pipes would keep this process alive: the exit handler kills its process group.
+process.exit(0);
