@@ -4,7 +4,7 @@
  * level) is reported to the primary, which then names it instead of only an exit code. A
  * monitor, not a handler: the worker still dies exactly as Node would make it.
  */
-import { reportWorkerFailure } from "../src/cluster/worker-link.js";
+import { reportWorkerFailure } from "../src/cluster/worker-failure.js";
 
 process.on("uncaughtExceptionMonitor", (error) => {
   // With a handler of the application's own, the worker may well live on: not its last words.

@@ -1,10 +1,8 @@
 import cluster from "node:cluster";
 import { flushAllLoggers } from "../logging/logger.js";
 import { bypassRelay } from "../logging/sink.js";
-import { errorMessage } from "../errors.js";
-import {
-  Channel, primaryShutdown, workerDraining, workerFailed, workerHeartbeat, workerReady, workerStopped, type Endpoint, type Envelope, type PrimaryChannel,
-} from "./ipc.js";
+import { primaryShutdown, workerDraining, workerHeartbeat, workerReady, workerStopped, type PrimaryChannel } from "./ipc.js";
+import { clusterChannel } from "./worker-failure.js";
 import { reportWorkerStats, type RequestLoad } from "./worker-stats.js";
 
 /**
@@ -33,8 +31,6 @@ export interface LinkedApp {
 const DEFAULT_HEARTBEAT_MS = 1000;
 const SIGNALS = ["SIGINT", "SIGTERM"] as const;
 
-let channel: PrimaryChannel | undefined;
-
 // SIGHUP is the primary's (rolling reload); one that reaches the whole group must not kill workers.
 const onHangup = () => {};
 
@@ -54,48 +50,6 @@ export function getPrimaryChannel(): PrimaryChannel | undefined {
   // Only the keelson supervisor sets KEELSON_WORKER_ID: a plain node:cluster primary (PM2's
   // cluster mode) would never answer a feature's request, so its workers work alone.
   return process.env.KEELSON_WORKER_ID === undefined ? undefined : clusterChannel();
-}
-
-/** The channel to any node:cluster primary: the link reports and drains under any of them. */
-function clusterChannel(): PrimaryChannel | undefined {
-  if (channel === undefined && cluster.isWorker) channel = new Channel(processEndpoint());
-  return channel;
-}
-
-/** `process` as an Endpoint; a failed send is dropped (the callback keeps it from becoming an 'error' event). */
-function processEndpoint(): Endpoint {
-  return {
-    send: (message: Envelope) => process.send?.(message, undefined, undefined, () => {}),
-    on: (event, listener) => process.on(event, listener),
-    off: (event, listener) => process.off(event, listener),
-    get connected() {
-      return process.connected;
-    },
-  };
-}
-
-let failureReported = false;
-
-/**
- * Tells the supervisor why this worker is about to die (its App could not start, or an uncaught
- * error), so the primary's verdict names the cause instead of only an exit code. The first
- * report wins: it is the cause, later ones are its echoes. A no-op outside a cluster worker.
- */
-export function reportWorkerFailure(error: unknown): void {
-  if (failureReported || !cluster.isWorker) return;
-  failureReported = true;
-  clusterChannel()?.send(workerFailed, { reason: describeFailure(error) });
-}
-
-/** `SyntaxError: Unexpected token`, `Error [ERR_MODULE_NOT_FOUND]: Cannot find …`, or the message alone for a plain Error; one line. */
-function describeFailure(error: unknown): string {
-  let text: string;
-  if (error instanceof Error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    const label = typeof code === "string" ? `${error.name} [${code}]` : error.name === "Error" ? "" : error.name;
-    text = label === "" ? error.message : `${label}: ${error.message}`;
-  } else text = errorMessage(error);
-  return text.replace(/\s*\n\s*/g, " ").slice(0, 1000);
 }
 
 function heartbeatInterval(): number {
