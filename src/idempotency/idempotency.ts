@@ -416,7 +416,7 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       } catch (error) {
         return guard.storeFailed(event, error);
       }
-      if (held !== undefined) return answerHeld(event, fingerprint, held.fingerprint, held.status === 0 ? null : held, true);
+      if (held !== undefined) return refuseHeld(event, fingerprint, held.fingerprint, held.status === 0) ?? replayHeld(held);
     } else {
       let state: IdempotencyState;
       try {
@@ -424,7 +424,8 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
       } catch (error) {
         return guard.storeFailed(event, error);
       }
-      if (state.state !== "acquired") return answerHeld(event, fingerprint, state.fingerprint, state.state === "running" ? null : state.response, false);
+      if (state.state === "running") return refuseHeld(event, fingerprint, state.fingerprint, true)!;
+      if (state.state === "done") return refuseHeld(event, fingerprint, state.fingerprint, false) ?? replayStored(state.response);
     }
     const before = stagedBefore(event);
     let result: unknown;
@@ -449,19 +450,21 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
   return describeMiddleware(middleware as Middleware, idempotencyContract(o));
 }
 
-/** The answer to a request whose key another request holds: 422, 409, or the kept response. */
-/** `held`: `response` is the in-process store's record (flat headers, text or bytes), else a stored response. */
-function answerHeld(event: H3Event, fingerprint: string, heldFingerprint: string, response: HeldKey | StoredResponse | null, held: boolean): HTTPResponse {
+/**
+ * The refusal of a request whose key another request holds: 422 for another request, 409 while
+ * that one runs; undefined when its kept response is to be replayed (noted as such).
+ */
+function refuseHeld(event: H3Event, fingerprint: string, heldFingerprint: string, running: boolean): HTTPResponse | undefined {
   if (heldFingerprint !== fingerprint) {
     note(event, "mismatch");
     return errorResponse(createError("IDEMPOTENCY_KEY_REUSED"));
   }
-  if (response === null) {
+  if (running) {
     note(event, "conflict");
     return errorResponse(createError("IDEMPOTENCY_KEY_IN_USE"), { "retry-after": "1" });
   }
   note(event, "replayed");
-  return held ? replayHeld(response as HeldKey) : replayStored(response as StoredResponse);
+  return undefined;
 }
 
 /** What an idempotent route adds to its document: the header parameter, the 400/409/422 and the replay header. */
