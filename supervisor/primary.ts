@@ -23,9 +23,10 @@ import { errorMessage } from "../src/errors.js";
 export interface StopReport {
   /** A signal name, `stop()`, `crash loop`, or `startup failed: <why>`. */
   reason: string;
-  /** 0 when every worker exited cleanly (and no crash loop), else 1. */
+  /** 0 when every worker the stop drained exited cleanly (and no crash loop), else 1. */
   exitCode: 0 | 1;
   durationMs: number;
+  /** The workers the stop drained: not one that had already exited (a crash) when it began. */
   workers: Array<{ id: number; pid: number; exit: WorkerExit; clean: boolean }>;
 }
 
@@ -298,9 +299,13 @@ export class Supervisor {
     this.#pool.close();
     for (const listener of this.#onStop) listener();
     this.#watchdog.stop();
-    const handles = Array.from(this.#pool.live);
+    const live = Array.from(this.#pool.live);
+    // A worker whose exit the primary had already seen (its output still draining) crashed before
+    // the stop: the pool would have replaced it a moment later, and the replacement would have
+    // drained. Counting it would make the exit code depend on which of two events came first.
+    const handles = live.filter((handle) => handle.exit === undefined);
     this.logger.info("stopping (%s): draining %d worker(s)", reason, handles.length);
-    await Promise.all(handles.map((handle) => this.#retire(handle, reason)));
+    await Promise.all(live.map((handle) => this.#retire(handle, reason)));
     const workers = handles.map((h) => ({ id: h.id, pid: h.pid, exit: h.exit ?? { code: null, signal: null }, clean: h.exitedCleanly }));
     const dirty = workers.filter((w) => !w.clean);
     const failed = this.#startupFailure ?? this.#failure ?? this.#crashLoop;

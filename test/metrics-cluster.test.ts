@@ -204,7 +204,7 @@ describe("the primary's metrics port (2 real workers)", () => {
     expect(afterKill.value(COUNT, HELLO)).toBe(30);
 
     process.kill(cluster.pid, "SIGTERM");
-    expect(await cluster.exited).toEqual({ code: 0, signal: null });
+    expect(await cluster.exited, cluster.output()).toEqual({ code: 0, signal: null });
     await expect(get(metricsPort, "/metrics")).rejects.toThrow(/ECONNREFUSED/);
     // It merged and served every scrape without prom-client: only the workers load it.
     expect(cluster.output()).not.toMatch(/primary loaded/);

@@ -8,6 +8,17 @@ import { fakeSupervisor, stopFakeSupervisors } from "./helpers/fake-cluster.js";
 
 afterEach(stopFakeSupervisors);
 
+/** Gives every worker the supervisor forks an stdout pipe the test closes (by pid). */
+function outputPipes(sup: ReturnType<typeof fakeSupervisor>): Map<number, PassThrough> {
+  const pipes = new Map<number, PassThrough>();
+  sup.cluster.onFork = (worker) => {
+    const pipe = new PassThrough();
+    pipes.set(worker.pid, pipe);
+    worker.stdout = pipe;
+  };
+  return pipes;
+}
+
 describe("the worker pool (in-process)", () => {
   it("forks one worker per slot with its id, port and heartbeat period, and starts once every worker is ready", async () => {
     const sup = fakeSupervisor({ workers: 3, port: 8080, heartbeatInterval: 500, env: { EXTRA: "1" } }, { autoReady: false });
@@ -143,12 +154,7 @@ describe("the worker pool (in-process)", () => {
 
   it("a worker's exit waits for its output pipe to close, at most the grace period (a grandchild may hold the pipe)", async () => {
     const sup = fakeSupervisor({ workers: 2, backoff: { initial: 0 } });
-    const pipes = new Map<number, PassThrough>();
-    sup.cluster.onFork = (worker) => {
-      const pipe = new PassThrough();
-      pipes.set(worker.pid, pipe);
-      worker.stdout = pipe;
-    };
+    const pipes = outputPipes(sup);
     await sup.start();
     const [held, closed] = sup.cluster.forks;
     held?.exit(1);
@@ -162,6 +168,27 @@ describe("the worker pool (in-process)", () => {
     expect(sup.output()).not.toMatch(new RegExp(`pid ${held?.pid}\\) died unexpectedly`));
     await sup.clock.advance(1);
     expect(sup.output()).toMatch(new RegExp(`worker 1 \\(pid ${held?.pid}\\) died unexpectedly`));
+    for (const pipe of pipes.values()) pipe.destroy();
+  });
+
+  it("a worker that crashed just before the stop (its exit seen, its output still open) is not counted as a dirty drain", async () => {
+    const sup = fakeSupervisor({ workers: 2 });
+    const pipes = outputPipes(sup);
+    await sup.start();
+    const [crashed, healthy] = sup.cluster.forks;
+    crashed?.exit(null, "SIGKILL");
+    await sup.clock.advance(0);
+    // Its exit is known, its handle still waits for the pipe: the stop begins in that window.
+    const stopping = sup.supervisor.stop("SIGTERM");
+    pipes.get(healthy?.pid ?? 0)?.end();
+    await sup.clock.advance(500);
+    const report = await stopping;
+    expect(crashed?.signals).toEqual([]);
+    expect(healthy?.signals).toEqual(["SIGTERM"]);
+    expect(report).toMatchObject({ exitCode: 0, workers: [{ id: 2, clean: true }] });
+    expect(sup.output()).toMatch(/stopping \(SIGTERM\): draining 1 worker\(s\)/);
+    expect(sup.output()).toMatch(new RegExp(`worker 1 \\(pid ${crashed?.pid}\\) exited \\(signal SIGKILL\\)`));
+    expect(sup.cluster.forks).toHaveLength(2);
     for (const pipe of pipes.values()) pipe.destroy();
   });
 
