@@ -1,3 +1,6 @@
+// The module's binding, not the global: node defines globalThis.performance as an accessor, which
+// optimised code reads through an inline cache on every request.
+import { performance } from "node:perf_hooks";
 import { H3, type H3Config, type H3RouteMeta, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
