@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
-import { readRequestHeader, setCheckedResponseHeader, setResponseHeader } from "./headers.js";
+import { nodeRequestHeaders, setCheckedResponseHeader, setResponseHeader } from "./headers.js";
 
 const DEFAULT_METHODS = ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"];
 const DEFAULT_MAX_AGE = 600;
@@ -99,7 +99,8 @@ export function createCors(config: CorsConfig): Cors {
       // without CORS headers: else a shared cache could hand one origin's answer to another.
       if (!wildcard) setCheckedResponseHeader(event, "vary", "Origin");
       // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read.
-      const origin = readRequestHeader(event, "origin");
+      const headers = nodeRequestHeaders(event);
+      const origin = headers === undefined ? event.req.headers.get("origin") : (headers.origin ?? null);
       if (origin === null) return;
       if (allowOrigin(event, origin) && exposeHeaders) {
         setResponseHeader(event, "access-control-expose-headers", exposeHeaders);

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { H3Event } from "h3";
 import type { NodeServerResponse } from "srvx";
 import { readPendingHeader, removePendingHeader, setCheckedPendingHeader, setPendingHeader } from "./status-line.js";
@@ -53,13 +54,22 @@ export function setHeaderBeforeHead(res: NodeServerResponse, name: string, value
 }
 
 /**
+ * node's parsed request headers, undefined off Node. For the few reads made on every request
+ * (the request id, CORS's Origin): a header read at the caller's own site stays specialised to its
+ * one name, where the read inside readRequestHeader, shared by every name, goes megamorphic.
+ */
+export function nodeRequestHeaders(event: H3Event): IncomingHttpHeaders | undefined {
+  return event.runtime?.node?.req.headers;
+}
+
+/**
  * A request header, or null. On Node it is read from node's parsed header object: Headers#get
  * lower-cases and checks the name first, and for an absent header also runs a regex. Only for
  * lower-case names that node, like Headers, joins with ", " when repeated: not content-type,
  * user-agent, authorization, host and the other single-value headers, of which node keeps the first.
  */
 export function readRequestHeader(event: H3Event, name: string): string | null {
-  const nodeHeaders = event.runtime?.node?.req.headers;
+  const nodeHeaders = nodeRequestHeaders(event);
   if (nodeHeaders === undefined) return event.req.headers.get(name);
   const value = nodeHeaders[name];
   return typeof value === "string" ? value : null;

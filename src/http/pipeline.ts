@@ -1,3 +1,6 @@
+// The module's binding, not the global: node defines globalThis.performance as an accessor, which
+// optimised code reads through an inline cache on every request.
+import { performance } from "node:perf_hooks";
 import { H3, type H3Config, type H3RouteMeta, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
 import { FastResponse, type ServerRequest } from "srvx";
 import { createError } from "../errors.js";
@@ -8,7 +11,7 @@ import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
 import type { ContextServices } from "./context.js";
 import type { Cors } from "./cors.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
-import { JSON_HEADERS, readRequestHeader, setCheckedResponseHeader, setHeaderBeforeHead } from "./headers.js";
+import { JSON_HEADERS, nodeRequestHeaders, setCheckedResponseHeader, setHeaderBeforeHead } from "./headers.js";
 import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-id.js";
 import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -119,7 +122,12 @@ export class RequestPipeline {
     const tracer = this.#services.tracer;
     const span = tracer === noopTracer ? noopSpan : tracer.startRequestSpan(event);
     const requestIdHeader = this.#requestIdHeader;
-    const incoming = this.#trustRequestId ? readRequestHeader(event, requestIdHeader) : null;
+    let incoming: string | null = null;
+    if (this.#trustRequestId) {
+      const headers = nodeRequestHeaders(event);
+      const value = headers === undefined ? event.req.headers.get(requestIdHeader) : headers[requestIdHeader];
+      if (typeof value === "string") incoming = value;
+    }
     // Anything but a well-formed id is dropped unseen: it is neither echoed nor logged.
     const requestId = incoming !== null && isValidRequestId(incoming) ? incoming : generateRequestId();
     event.context.keelson = new RequestState(event, start, span, requestId, this.#logger);

@@ -85,6 +85,11 @@ function formatJson(value: unknown): string {
   }
 }
 
+// Filled as durations occur. Sized up front: a first entry far past an empty array's end would
+// turn it into a dictionary.
+const HUNDREDTHS = Array.from<string | undefined>({ length: 1000 });
+const TENTHS = Array.from<string | undefined>({ length: 10_000 });
+
 /**
  * Human duration for request lines. Rule: below 10 ms two decimals (`0.42ms`),
  * below 1000 ms one decimal (`12.3ms`), otherwise seconds with two decimals
@@ -96,9 +101,11 @@ export function formatDuration(ms: number): string {
   // integers come out of V8's number-to-string cache.
   if (!(ms >= 0) || ms === Infinity) return "0.00ms";
   const hundredths = Math.round(ms * 100);
-  if (hundredths < 1000) return withDecimals(hundredths, 100) + "ms";
+  // Below a second the forms are few, and each is kept once made: a request line then allocates
+  // no string for its duration.
+  if (hundredths < 1000) return (HUNDREDTHS[hundredths] ??= withDecimals(hundredths, 100) + "ms");
   const tenths = Math.round(ms * 10);
-  if (tenths < 10_000) return withDecimals(tenths, 10) + "ms";
+  if (tenths < 10_000) return (TENTHS[tenths] ??= withDecimals(tenths, 10) + "ms");
   return withDecimals(Math.round(ms / 10), 100) + "s";
 }
 
