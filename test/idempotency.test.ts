@@ -238,6 +238,22 @@ describe("idempotency", () => {
     expect((await app.request("/c", { headers: { "idempotency-key": "k" } })).headers.get("idempotent-replayed")).toBeNull();
   });
 
+  it("tells requests to one route apart by path and query, whichever request came between", async () => {
+    const app = new App({ logger: captureLogs().logger });
+    let runs = 0;
+    app.use(idempotency({ store: new MemoryIdempotencyStore() }));
+    app.route(post("/items/:id", (ctx) => ({ id: ctx.params.id, run: ++runs })));
+    const postTo = (path: string, key: string) => app.request(path, { method: "POST", headers: { "idempotency-key": key } });
+    expect(await (await postTo("/items/1", "k")).json()).toEqual({ id: "1", run: 1 });
+    expect(await (await postTo("/items/2", "j")).json()).toEqual({ id: "2", run: 2 });
+    expect((await postTo("/items/2", "k")).status).toBe(422);
+    expect((await postTo("/items/1?x=1", "k")).status).toBe(422);
+    const again = await postTo("/items/1", "k");
+    expect(again.headers.get("idempotent-replayed")).toBe("true");
+    expect(await again.json()).toEqual({ id: "1", run: 1 });
+    expect(runs).toBe(2);
+  });
+
   it("frees a key whose request never finished once its lease ends, and ignores the late finisher", async () => {
     let hang = true;
     let release!: () => void;

@@ -278,9 +278,29 @@ const TEXT_FINGERPRINT_BYTES = 128;
  */
 function fingerprintOf(event: H3Event, body: Buffer, local: boolean): string {
   const url = event.url;
-  if (local && body.byteLength <= TEXT_FINGERPRINT_BYTES) return `${event.req.method}\n${url.pathname}${url.search}\n${body.toString("latin1")}`;
+  if (local && body.byteLength <= TEXT_FINGERPRINT_BYTES) return headOf(event.req.method, url.pathname, url.search) + body.toString("latin1");
   const head = Buffer.from(`${event.req.method}\n${url.pathname}${url.search}\n`, "latin1");
   return hash(SHA256, body.byteLength === 0 ? head : Buffer.concat([head, body]), "base64url");
+}
+
+let headMethod = "";
+let headPath = "";
+let headSearch = "";
+let head = "\n\n";
+
+/**
+ * A text fingerprint's first part, `${method}\n${path}${query}\n`: the last one made when the
+ * request matches it. Kept fingerprints of one route then share it, and each record holds only
+ * its body's text of its own (less for the collector to copy and mark).
+ */
+function headOf(method: string, path: string, search: string): string {
+  if (method !== headMethod || path !== headPath || search !== headSearch) {
+    headMethod = method;
+    headPath = path;
+    headSearch = search;
+    head = `${method}\n${path}${search}\n`;
+  }
+  return head;
 }
 
 /**
@@ -305,6 +325,11 @@ class Guard {
   /** An in-memory store is answered in this turn: no promise, no timer, no base64 and a numeric token. */
   local: MemoryIdempotencyStore | undefined;
   failures = 0;
+  // The last key prefix made, and what it was made of: see prefixOf.
+  #method = "";
+  #route = "";
+  #scope = "";
+  #prefix = "";
 
   constructor(o: Checked, options: IdempotencyOptions) {
     this.o = o;
@@ -312,6 +337,23 @@ class Guard {
     this.clock = options.clock ?? Date.now;
     this.scopeOf = options.scope ?? principalOf;
     this.name = options.name;
+  }
+
+  /**
+   * A scoped key's prefix, `${name}\n${scope}\n`: the last one made when the request matches it.
+   * Keys of one route and scope then share it, so a kept key holds only the client's key of its
+   * own (less for the collector to copy and mark), and a request concatenates once.
+   */
+  prefixOf(event: H3Event, scope: string): string {
+    const method = event.req.method;
+    const route = this.name ?? event.context.matchedRoute?.route ?? event.url.pathname;
+    if (method !== this.#method || route !== this.#route || scope !== this.#scope) {
+      this.#method = method;
+      this.#route = route;
+      this.#scope = scope;
+      this.#prefix = this.name === undefined ? `${method} ${route}\n${scope}\n` : `${route}\n${scope}\n`;
+    }
+    return this.#prefix;
   }
 
   open(): IdempotencyStore {
@@ -400,12 +442,9 @@ export function idempotency(options: IdempotencyOptions = {}): Middleware {
     const store = guard.store ?? guard.open();
     const local = guard.local;
     const fingerprint = fingerprintOf(event, bodyBytes, local !== undefined);
-    const scope = guard.scopeOf(event) ?? "";
-    // One concatenation for the default name and the rest: the same text as `${name}\n${scope}\n${key}`.
+    // The same text as `${name}\n${scope}\n${key}`, the name defaulting to the route's method and path.
     // The in-process store keys by this text itself: no digest to make, and no collision possible.
-    const scoped = guard.name === undefined
-      ? `${event.req.method} ${event.context.matchedRoute?.route ?? event.url.pathname}\n${scope}\n${clientKey}`
-      : `${guard.name}\n${scope}\n${clientKey}`;
+    const scoped = guard.prefixOf(event, guard.scopeOf(event) ?? "") + clientKey;
     const key = local !== undefined ? scoped : hash(SHA256, scoped, "base64url");
     const claim = ++claims;
     const token = local !== undefined ? claim : guard.tokenPrefix + String(claim);

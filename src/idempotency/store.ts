@@ -110,16 +110,20 @@ const NO_HEADERS: readonly string[] = [];
 class MemoryRecord implements HeldKey {
   token: string | number;
   readonly fingerprint: string;
-  expiresAt: number;
+  /**
+   * When the lease or the time to live ends, in milliseconds after the store's epoch: a small
+   * integer, held in the record itself, where an epoch time would be a number object of its own.
+   */
+  endsAt: number;
   status = 0;
   headers = NO_HEADERS;
   body: string | Uint8Array | undefined = undefined;
   size: number;
 
-  constructor(token: string | number, fingerprint: string, expiresAt: number, size: number) {
+  constructor(token: string | number, fingerprint: string, endsAt: number, size: number) {
     this.token = token;
     this.fingerprint = fingerprint;
-    this.expiresAt = expiresAt;
+    this.endsAt = endsAt;
     this.size = size;
   }
 }
@@ -158,6 +162,8 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   readonly #maxBytes: number;
   #bytes = 0;
   #sweepAt = 0;
+  /** The clock's first reading: records' times are counted from it (see MemoryRecord's endsAt). */
+  #epoch: number | undefined;
 
   constructor(options: MemoryIdempotencyStoreOptions = {}) {
     const maxBytes = options.maxBytes ?? DEFAULT_MAX_BYTES;
@@ -181,10 +187,11 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
    * @internal
    */
   claim(key: string, fingerprint: string, token: string | number, leaseMs: number, now: number): HeldKey | undefined {
+    this.#epoch ??= now;
     this.#sweep(now);
     const record = this.#records.get(key);
     if (record !== undefined) {
-      if (record.expiresAt > now) return record;
+      if (record.endsAt > now - this.#epoch) return record;
       this.#delete(key, record);
     }
     const size = sizeOf(key, fingerprint, undefined, undefined);
@@ -193,7 +200,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
       this.#sweep(now, true);
       if (this.#bytes + size > this.#maxBytes) throw new IdempotencyStoreFullError("the idempotency store is full");
     }
-    this.#records.set(key, new MemoryRecord(token, fingerprint, now + leaseMs, size));
+    this.#records.set(key, new MemoryRecord(token, fingerprint, now - this.#epoch + leaseMs, size));
     this.#bytes += size;
     return undefined;
   }
@@ -217,7 +224,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
     record.status = status;
     record.headers = headers;
     record.body = body;
-    record.expiresAt = now + ttlMs;
+    record.endsAt = now - this.#epoch! + ttlMs;
   }
 
   /**
@@ -284,6 +291,7 @@ export class MemoryIdempotencyStore implements IdempotencyStore {
   #sweep(now: number, force = false): void {
     if (now < this.#sweepAt && !force) return;
     this.#sweepAt = now + SWEEP_EVERY_MS;
-    for (const [key, record] of this.#records) if (record.expiresAt <= now) this.#delete(key, record);
+    const at = now - (this.#epoch ?? now);
+    for (const [key, record] of this.#records) if (record.endsAt <= at) this.#delete(key, record);
   }
 }
