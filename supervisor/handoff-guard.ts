@@ -66,15 +66,19 @@ export function guardHandoffs(worker: Worker): HandoffGuard {
     },
   };
   if (typeof send !== "function") return guard;
-  child.send = function guardedSend(this: unknown, ...args: unknown[]): boolean {
-    const [message, handle] = args;
+  // Fixed parameters rather than rest and apply: child_process's send reads a missing argument
+  // and an undefined one alike, and this runs for every connection the primary hands over.
+  child.send = function guardedSend(this: unknown, message: unknown, handle?: unknown, options?: unknown, callback?: unknown): boolean {
     if (isHandoff(message) && isConnection(handle)) {
-      for (const done of mine.keys()) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
-      mine.set(handle, performance.now());
-      last = { at: performance.now(), count: ++handoffCount };
+      // The acknowledged ones are swept once they add up, not on every send: one scan per
+      // SWEEP_AT handoffs keeps the map bounded all the same.
+      if (mine.size >= SWEEP_AT) for (const done of mine.keys()) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
+      const at = performance.now();
+      mine.set(handle, at);
+      last = { at, count: ++handoffCount };
       handedTo.set(handle, worker);
     }
-    return send.apply(this, args);
+    return send.call(this, message, handle, options, callback);
   } as typeof child.send;
   const release = () => {
     for (const handle of mine.keys()) {
@@ -103,6 +107,9 @@ export function guardHandoffs(worker: Worker): HandoffGuard {
   });
   return guard;
 }
+
+/** How many handed connections a worker's map holds before a send sweeps out the acknowledged ones. */
+const SWEEP_AT = 64;
 
 /** How long after a worker's exit its IPC channel may take to reach its end. */
 const CHANNEL_WAIT_MS = 1000;
