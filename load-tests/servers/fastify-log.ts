@@ -1,6 +1,9 @@
 // Fastify's request logging at keelson's work: one JSON line per request, written when the response
-// completes, through pino's asynchronous destination (pino's advice for production). Fastify's
-// default writes two ("incoming request" and "request completed").
+// completes, through pino's destination in its synchronous mode. Fastify's default writes two
+// ("incoming request" and "request completed"). Of pino's two documented production modes this is
+// the cheaper one measured here (BENCHMARKS.md, "The log outputs of keelson and fastify-full"): its
+// asynchronous mode without `minLength` hands nearly every line to libuv's thread pool, and with
+// `minLength` it holds the last lines back, so they could not be counted against the responses.
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from "fastify";
 import pino from "pino";
 
@@ -17,5 +20,5 @@ class OneLinePerRequest extends LogController {
 
 /** Fastify options that log one line per request to `file`. */
 export function oneLinePerRequest(file: string): Pick<FastifyServerOptions, "logger" | "logController"> {
-  return { logger: { level: "info", stream: pino.destination({ dest: file, sync: false }) }, logController: new OneLinePerRequest() };
+  return { logger: { level: "info", stream: pino.destination({ dest: file, sync: true }) }, logController: new OneLinePerRequest() };
 }

@@ -10,8 +10,8 @@ const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.strin
 const Book = z.object({ id: z.string(), title: z.string(), author: z.string() });
 
 /**
- * The full stack a production keelson service runs: JSON request logs to a file (like
- * fastify-logger), CORS (on by default), the error handler, the Prometheus collector with its
+ * The full stack a production keelson service runs: JSON request logs to a file descriptor (like
+ * fastify-logger's file), CORS (on by default), the error handler, the Prometheus collector with its
  * default process metrics and GET /metrics, and the OpenTelemetry tracer adapter. The adapter
  * is installed here with only @opentelemetry/api registered (keelson-otel registers the SDK and
  * passes `spans`, served at GET /__spans).
@@ -22,7 +22,10 @@ export function buildApp(options: { responseSchemas?: boolean; spans?: () => Pro
   const without = options.without ?? new Set<Feature>();
   // At level warn a 2xx request line is not written: what remains of it is the level check.
   const level = without.has("log") ? "warn" : "info";
-  const logger = new Logger({ isProduction: true, format: "json", level, output: fs.createWriteStream(logFile("keelson")) });
+  // A descriptor, as keelson writes its stdout in production: one synchronous write per event-loop
+  // turn through the bounded sink. A stream would put Node's thread pool in the path, which keelson
+  // only uses for a writer the application hands it.
+  const logger = new Logger({ isProduction: true, format: "json", level, output: fs.openSync(logFile("keelson"), "a") });
   const app = new App({ serviceName: "bench", env: "production", logger, host: HOST, port: port(), ...(without.has("cors") ? { cors: false } : {}) });
   // /metrics on the service's port, as the peers serve it, so the bench can count the histogram's samples.
   if (!without.has("metrics")) app.use(createPrometheus({ serveOnAppPort: true }));
