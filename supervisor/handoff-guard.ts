@@ -70,14 +70,9 @@ export function guardHandoffs(worker: Worker): HandoffGuard {
   // and an undefined one alike, and this runs for every connection the primary hands over.
   child.send = function guardedSend(this: unknown, message: unknown, handle?: unknown, options?: unknown, callback?: unknown): boolean {
     if (isHandoff(message) && isConnection(handle)) {
-      // The round-robin handle gives a worker its next connection only once the last one is
-      // acknowledged (and closed here) or refused (and handed on), so the settled ones are at the
-      // front: dropping them now keeps the map at the one in flight, and a closed handle dies young
-      // instead of being copied by the collector while it waits for a sweep.
-      for (const done of mine.keys()) {
-        if (isOpen(done) && handedTo.get(done) === worker) break;
-        forget(mine, done);
-      }
+      // The acknowledged ones are swept once they add up, not on every send: one scan per
+      // SWEEP_AT handoffs keeps the map bounded all the same.
+      if (mine.size >= SWEEP_AT) for (const done of mine.keys()) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
       const at = performance.now();
       mine.set(handle, at);
       last = { at, count: ++handoffCount };
@@ -112,6 +107,9 @@ export function guardHandoffs(worker: Worker): HandoffGuard {
   });
   return guard;
 }
+
+/** How many handed connections a worker's map holds before a send sweeps out the acknowledged ones. */
+const SWEEP_AT = 64;
 
 /** How long after a worker's exit its IPC channel may take to reach its end. */
 const CHANNEL_WAIT_MS = 1000;
