@@ -1,9 +1,9 @@
 // Fastify's request logging at keelson's work: one JSON line per request, written when the response
 // completes, through pino's destination in its synchronous mode. Fastify's default writes two
-// ("incoming request" and "request completed"). Of pino's two documented production modes this is
-// the cheaper one measured here (BENCHMARKS.md, "The log outputs of keelson and fastify-full"): its
-// asynchronous mode without `minLength` hands nearly every line to libuv's thread pool, and with
-// `minLength` it holds the last lines back, so they could not be counted against the responses.
+// ("incoming request" and "request completed"). It measured cheaper than pino's asynchronous mode
+// without `minLength`, which hands nearly every line to libuv's thread pool (BENCHMARKS.md, "The log
+// outputs of keelson and fastify-full"); with `minLength` that mode holds the last lines back, so
+// they could not be counted against the responses.
 import { LogController, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from "fastify";
 import pino from "pino";
 
