@@ -97,7 +97,7 @@ build-bench: build
 # MODE=peers (default), instructions, supervisor, cluster, startup, shutdown or tracing: `node --import tsx load-tests/bench.ts --help`.
 MODE ?= peers
 bench: build-bench
-	ROUNDS=$(ROUNDS) node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)
+	ROUNDS=$(ROUNDS) SIDE_BY_SIDE=$(SIDE_BY_SIDE) node $(if $(filter tracing,$(MODE)),--expose-gc) --import tsx load-tests/bench.ts $(MODE)
 
 # Load-test scenarios (signals under load, scraping, random paths, malformed requests), each ending in
 # a VERDICT line; exits 1 if any fails. ONLY=sigterm,sighup runs a subset, LOAD_SECONDS=N sets each load phase.

@@ -3,7 +3,10 @@ import * as fs from "node:fs";
 import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { benchSpans, checkCounts, countLogLines, describeCounts, histogramSamples } from "../load-tests/lib/work.js";
+import { sideBySideWindows } from "../load-tests/lib/side-by-side.js";
+import { pairRatio } from "../load-tests/lib/stats.js";
+import type { RunRecord } from "../load-tests/lib/types.js";
+import { benchSpans, checkCounts, countLogLines, describeCounts, histogramSamples, LogLineCounter } from "../load-tests/lib/work.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -60,5 +63,50 @@ describe("counting what a bench target emitted", () => {
     expect(describeCounts({ logLines: 5, histogramSamples: 5, spans: null }, { answered: 5, sent: 6 })).toBe(
       "5 log lines, 5 histogram samples for 5..6 responses",
     );
+  });
+});
+
+const line = (p: string): string => `${JSON.stringify({ method: "GET", path: p, status: 200, note: "é" })}\n`;
+const run = (target: string, round: number, reqPerCpuSec: number | null): RunRecord =>
+  ({ target, round, scenario: "GET /hello", reqPerCpuSec }) as RunRecord;
+
+describe("the side-by-side bench's bookkeeping", () => {
+  it("counts a growing log from where it stopped, a line still being written once it ends", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-work-"));
+    dirs.push(dir);
+    const file = path.join(dir, "keelson.log");
+    fs.writeFileSync(file, line("/hello") + line("/metrics"));
+    const counter = new LogLineCounter(dir);
+    expect(counter.count()).toBe(1);
+    const next = line("/books/42");
+    fs.appendFileSync(file, next.slice(0, 20));
+    expect(counter.count()).toBe(1);
+    fs.appendFileSync(file, next.slice(20) + line("/books"));
+    expect(counter.count()).toBe(3);
+    fs.writeFileSync(path.join(dir, "second.log"), line("/hello"));
+    expect(counter.count()).toBe(4);
+    expect(counter.count()).toBe(4);
+  });
+
+  it("keeps a line whose multi-byte character straddles a read", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bench-work-"));
+    dirs.push(dir);
+    // Longer than the counter's 1 MiB read, so one read ends inside a line of two-byte characters.
+    const long = `${JSON.stringify({ path: "/hello", pad: "é".repeat(600_000) })}\n`;
+    fs.writeFileSync(path.join(dir, "a.log"), long + long);
+    expect(new LogLineCounter(dir).count()).toBe(2);
+  });
+
+  it("puts every target's window of a scenario next to the others', in the round's order", () => {
+    expect(sideBySideWindows(["a", "b"], ["GET", "POST"], 1, 42)).toEqual([["GET", "a"], ["GET", "b"], ["POST", "a"], ["POST", "b"]]);
+    expect(sideBySideWindows(["a", "b"], ["GET"], 2, 42)).toEqual([["GET", "b"], ["GET", "a"]]);
+  });
+
+  it("divides within a round and scenario, and reports the range and the ratio of the medians", () => {
+    const records = [run("k", 1, 100), run("h", 1, 50), run("k", 2, 90), run("h", 2, 90), run("k", 3, 80), run("h", 3, null), run("k", 4, 60), run("h", 4, 40)];
+    const ratio = pairRatio(records, "k", "h", "GET /hello");
+    expect(ratio).toMatchObject({ rounds: 3, median: 1.5, min: 1, max: 2 });
+    expect(ratio.ofMedians).toBeCloseTo(85 / 50, 10);
+    expect(pairRatio(records, "k", "nobody", "GET /hello")).toMatchObject({ rounds: 0, median: null, ofMedians: null });
   });
 });

@@ -40,6 +40,11 @@ export interface Config {
   viaTsx: boolean;
   /** Sent as `Origin` on every request (browser traffic: CORS answers it); undefined sends none. */
   origin: string | undefined;
+  /**
+   * Side by side: every target started once and kept up, each round one window per scenario per
+   * target back to back, so the windows a ratio divides lie seconds apart instead of minutes.
+   */
+  sideBySide: boolean;
 }
 
 /**
@@ -73,6 +78,7 @@ export const PEERS_OPTIONS = [
   "--seed N           seed of the round-3+ shuffles (default 42)",
   "--tsx              run server sources through tsx instead of transpiled JS",
   "--origin URL       send Origin: URL on every request (browser traffic, CORS active)",
+  "--side-by-side     start every target once and keep them all up; each round measures one window per scenario per target back to back (or SIDE_BY_SIDE=1)",
 ];
 
 export const USAGE = `Usage: node --import tsx load-tests/bench.ts [peers] [flags]
@@ -110,6 +116,7 @@ export function parseConfig(argv: string[]): Config | null {
       seed: { type: "string" },
       tsx: { type: "boolean", default: false },
       origin: { type: "string" },
+      "side-by-side": { type: "boolean", default: false },
       help: { type: "boolean", short: "h", default: false },
     },
   });
@@ -133,12 +140,19 @@ export function parseConfig(argv: string[]): Config | null {
     seed: positive("seed", values.seed, 42, true),
     viaTsx: values.tsx,
     origin: values.origin === undefined ? undefined : checkOrigin(values.origin),
+    sideBySide: values["side-by-side"] || process.env.SIDE_BY_SIDE === "1",
   };
 }
 
 /** Rough wall-time forecast, printed up front so nobody is surprised by a long run. */
 export function estimateSec(config: Config): number {
-  const perStart = 0.5 + 1.2 + config.warmupSec + scenariosFor(config).length * (config.durationSec + 0.2);
-  const bundled = config.viaTsx ? 0 : config.targets.filter((t) => BUNDLED_TARGETS.includes(t)).length;
-  return config.targets.length * (config.rounds * perStart + config.coldStarts * 0.4) + bundled * (config.coldStarts * (0.4 + 1.8) + 1) + 2;
+  const windows = scenariosFor(config).length * (config.durationSec + 0.2);
+  const bundledTargets = config.viaTsx ? 0 : config.targets.filter((t) => BUNDLED_TARGETS.includes(t)).length;
+  const bundled = bundledTargets * (config.coldStarts * (0.4 + 1.8) + 1) + 2;
+  const coldStarts = config.targets.length * config.coldStarts * 0.4;
+  // Side by side, a target starts and warms up once; the rounds add windows and a count of its work.
+  const perTarget = config.sideBySide
+    ? 0.5 + 1.2 + config.warmupSec + config.rounds * (windows + 0.5)
+    : config.rounds * (0.5 + 1.2 + config.warmupSec + windows);
+  return config.targets.length * perTarget + coldStarts + bundled;
 }

@@ -3,6 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import type { Config } from "./args.js";
 import { ratioChart } from "./svg.js";
+import type { PairRatio } from "./stats.js";
 import type { MachineInfo, RunRecord, SummaryRow, TargetInfo } from "./types.js";
 
 export interface Results {
@@ -13,6 +14,8 @@ export interface Results {
   targets: TargetInfo[];
   summary: SummaryRow[];
   runs: RunRecord[];
+  /** keelson's req/CPU-s divided by every other target's, per round and by the medians. */
+  keelsonRatios: PairRatio[];
 }
 
 const int = (n: number | null): string => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
@@ -23,6 +26,20 @@ function table(headers: string[], rows: string[][], leftColumns: number): string
   const line = (cells: string[]): string =>
     cells.map((c, i) => (i < leftColumns ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
   return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
+}
+
+const ratioCell = (r: PairRatio | undefined): string =>
+  r?.median == null ? "-" : `${fixed(r.median, 2)} (${fixed(r.min, 2)}-${fixed(r.max, 2)}) [${fixed(r.ofMedians, 2)}]`;
+
+/** keelson ÷ each other target, one row per target, one cell per scenario: "median (min–max) [of the medians]". */
+export function formatRatios(ratios: PairRatio[], scenarios: string[]): string {
+  const denominators = [...new Set(ratios.map((r) => r.denominator))];
+  if (denominators.length === 0) return "";
+  return table(
+    ["keelson ÷", ...scenarios],
+    denominators.map((d) => [d, ...scenarios.map((s) => ratioCell(ratios.find((r) => r.denominator === d && r.scenario === s)))]),
+    1,
+  );
 }
 
 export function formatTables(summary: SummaryRow[], targets: TargetInfo[]): string {

@@ -6,8 +6,8 @@ import { request, sleep } from "./http.js";
 import type { LoadClient } from "./load-client.js";
 import { readRssMb } from "./machine.js";
 import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
-import type { RunRecord } from "./types.js";
-import { countLive, countLogLines, workOf, type Counts, type Responses } from "./work.js";
+import type { RunRecord, Scenario } from "./types.js";
+import { countLive, LogLineCounter, workOf, type Counts, type Responses } from "./work.js";
 
 export interface SessionResult {
   records: RunRecord[];
@@ -78,15 +78,57 @@ export async function measureIdleRss(spec: LaunchSpec): Promise<number | null> {
  * killed by SIGTERM would lose what its asynchronous writer still held), until two counts 200 ms
  * apart agree.
  */
-async function settledLogLines(logDir: string): Promise<number> {
-  let last = countLogLines(logDir);
+async function settledLogLines(logs: LogLineCounter): Promise<number> {
+  let last = logs.count();
   for (let i = 0; i < 25; i++) {
     await sleep(200);
-    const now = countLogLines(logDir);
+    const now = logs.count();
     if (now === last) return now;
     last = now;
   }
   return last;
+}
+
+/** A started server made ready for measured windows: its answers checked, its idle RSS read, one mixed warm-up. */
+export interface Prepared {
+  warnings: string[];
+  idleRssMb: number | null;
+  /** The responses it gave so far (the control requests and the warm-up). */
+  responses: Responses;
+}
+
+export async function prepareServer(server: ServerHandle, loader: LoadClient, config: Config): Promise<Prepared> {
+  const warnings = await checkRoutes(server.origin);
+  const idleRssMb = await idleRss(server);
+  // One warm-up per server start, all routes mixed, so every handler is JIT-compiled
+  // before any measured window without paying a warm-up per scenario.
+  const warmup = await loader.run({
+    origin: server.origin, connections: config.connections, pipelining: config.pipelining,
+    requests: scenariosFor(config), durationSec: config.warmupSec, measureCpu: false,
+  });
+  return { warnings, idleRssMb, responses: { answered: CONTROL_REQUESTS + warmup.requests, sent: CONTROL_REQUESTS + warmup.sent } };
+}
+
+/** One measured window of one scenario, the server's CPU diffed around it; its responses added to `responses`. */
+export async function measureWindow(
+  server: ServerHandle, loader: LoadClient, config: Config, scenario: Scenario, target: string, round: number, responses: Responses,
+): Promise<RunRecord> {
+  if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
+  const result = await loader.run({
+    origin: server.origin, connections: config.connections, pipelining: config.pipelining,
+    requests: [scenario], durationSec: config.durationSec, measureCpu: true,
+  });
+  const reqPerCpuSec = result.cpuSec !== null && result.cpuSec > 0 ? result.requests / result.cpuSec : null;
+  // The two CPU probes (GET /__cpu) around the window are responses too.
+  responses.answered += result.requests + 2;
+  responses.sent += result.sent + 2;
+  return { ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null };
+}
+
+/** What a target emitted so far: its histogram and spans read live, its log lines once the writer has caught up. */
+export async function countWork(server: ServerHandle, target: string, logs: LogLineCounter): Promise<Counts> {
+  const work = workOf(target);
+  return { ...(await countLive(server.origin, work)), logLines: work.log ? await settledLogLines(logs) : null };
 }
 
 export async function runSession(
@@ -97,25 +139,9 @@ export async function runSession(
   round: number,
   logDir: string,
 ): Promise<SessionResult> {
-  const warnings = await checkRoutes(server.origin);
-  const idleRssMb = await idleRss(server);
-  const base = { origin: server.origin, connections: config.connections, pipelining: config.pipelining };
-  // One warm-up per server start, all routes mixed, so every handler is JIT-compiled
-  // before any measured window without paying a warm-up per scenario.
-  const scenarios = scenariosFor(config);
-  const warmup = await loader.run({ ...base, requests: scenarios, durationSec: config.warmupSec, measureCpu: false });
-  const responses: Responses = { answered: CONTROL_REQUESTS + warmup.requests, sent: CONTROL_REQUESTS + warmup.sent };
+  const { warnings, idleRssMb, responses } = await prepareServer(server, loader, config);
   const records: RunRecord[] = [];
-  for (const scenario of scenarios) {
-    if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
-    const result = await loader.run({ ...base, requests: [scenario], durationSec: config.durationSec, measureCpu: true });
-    const reqPerCpuSec = result.cpuSec !== null && result.cpuSec > 0 ? result.requests / result.cpuSec : null;
-    records.push({ ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null });
-    // The two CPU probes (GET /__cpu) around the window are responses too.
-    responses.answered += result.requests + 2;
-    responses.sent += result.sent + 2;
-  }
-  const work = workOf(target);
-  const counts: Counts = { ...(await countLive(server.origin, work)), logLines: work.log ? await settledLogLines(logDir) : null };
+  for (const scenario of scenariosFor(config)) records.push(await measureWindow(server, loader, config, scenario, target, round, responses));
+  const counts = await countWork(server, target, new LogLineCounter(logDir));
   return { records, idleRssMb, warnings, responses, counts };
 }

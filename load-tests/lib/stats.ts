@@ -75,3 +75,34 @@ export function summarise(records: RunRecord[], targets: string[], scenarios: st
   }
   return rows;
 }
+
+/** One target divided by another on one scenario: per round (same round, same scenario), and by their medians. */
+export interface PairRatio {
+  numerator: string;
+  denominator: string;
+  scenario: string;
+  /** Rounds in which both had a window. */
+  rounds: number;
+  median: number | null;
+  min: number | null;
+  max: number | null;
+  /** The numerator's median req/CPU-s over the denominator's. */
+  ofMedians: number | null;
+}
+
+export function pairRatio(records: RunRecord[], numerator: string, denominator: string, scenario: string): PairRatio {
+  const perRound: number[] = [];
+  const ofTarget = (target: string): RunRecord[] => records.filter((r) => r.target === target && r.scenario === scenario);
+  for (const top of ofTarget(numerator)) {
+    const bottom = records.find((r) => r.target === denominator && r.scenario === scenario && r.round === top.round);
+    if (top.reqPerCpuSec !== null && bottom?.reqPerCpuSec) perRound.push(top.reqPerCpuSec / bottom.reqPerCpuSec);
+  }
+  const top = medianOf(ofTarget(numerator), (r) => r.reqPerCpuSec);
+  const bottom = medianOf(ofTarget(denominator), (r) => r.reqPerCpuSec);
+  return {
+    numerator, denominator, scenario, rounds: perRound.length, median: median(perRound),
+    min: perRound.length > 0 ? Math.min(...perRound) : null,
+    max: perRound.length > 0 ? Math.max(...perRound) : null,
+    ofMedians: top !== null && bottom ? top / bottom : null,
+  };
+}

@@ -86,22 +86,60 @@ export async function countLive(origin: string, work: Work): Promise<Pick<Counts
   };
 }
 
-/** Request lines on the bench paths in the log files of `logDir`, read once the server has exited. */
-export function countLogLines(logDir: string): number {
-  let lines = 0;
-  for (const name of fs.readdirSync(logDir)) {
-    for (const line of fs.readFileSync(path.join(logDir, name), "utf8").split("\n")) {
-      if (line === "") continue;
-      let fields: Record<string, unknown>;
-      try {
-        fields = JSON.parse(line) as Record<string, unknown>;
-      } catch {
-        continue;
-      }
-      if (typeof fields.path === "string" && PATHS.has(fields.path)) lines++;
-    }
+function isBenchLine(line: string): boolean {
+  let fields: Record<string, unknown>;
+  try {
+    fields = JSON.parse(line) as Record<string, unknown>;
+  } catch {
+    return false;
   }
-  return lines;
+  return typeof fields.path === "string" && PATHS.has(fields.path);
+}
+
+/**
+ * Request lines on the bench paths in the log files of `logDir`, counted as they grow: each call reads
+ * only what was appended since the last one (a side-by-side run keeps its servers, and their logs,
+ * for the whole run), and a line still being written counts once it ends.
+ */
+export class LogLineCounter {
+  readonly #dir: string;
+  readonly #files = new Map<string, { offset: number; partial: string }>();
+  #lines = 0;
+
+  constructor(dir: string) {
+    this.#dir = dir;
+  }
+
+  count(): number {
+    for (const name of fs.readdirSync(this.#dir)) {
+      let file = this.#files.get(name);
+      if (file === undefined) this.#files.set(name, (file = { offset: 0, partial: "" }));
+      const fd = fs.openSync(path.join(this.#dir, name), "r");
+      try {
+        const chunk = Buffer.allocUnsafe(1 << 20);
+        for (let read; (read = fs.readSync(fd, chunk, 0, chunk.length, file.offset)) > 0; ) {
+          file.offset += read;
+          // A chunk may end inside a multi-byte character: decode only up to its last newline.
+          const end = chunk.lastIndexOf(10, read - 1);
+          if (end === -1) {
+            file.partial += chunk.toString("latin1", 0, read);
+            continue;
+          }
+          const text = Buffer.from(file.partial, "latin1").toString("utf8") + chunk.toString("utf8", 0, end);
+          file.partial = chunk.toString("latin1", end + 1, read);
+          for (const line of text.split("\n")) if (line !== "" && isBenchLine(line)) this.#lines++;
+        }
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    return this.#lines;
+  }
+}
+
+/** Request lines on the bench paths in the log files of `logDir`, complete lines only. */
+export function countLogLines(logDir: string): number {
+  return new LogLineCounter(logDir).count();
 }
 
 /**

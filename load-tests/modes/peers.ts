@@ -9,11 +9,12 @@ import { builtServers, type Build } from "../lib/build.js";
 import { killAllChildren as killAll } from "../../harness/child.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning, describeMachine, type Pinning } from "../lib/machine.js";
-import { formatMachine, formatTables, writeResults } from "../lib/report.js";
+import { formatMachine, formatRatios, formatTables, writeResults } from "../lib/report.js";
 import { coldStart, startServer, type LaunchSpec } from "../lib/server.js";
 import { measureIdleRss, runSession } from "../lib/session.js";
-import { fillRatios, median, roundOrder, summarise } from "../lib/stats.js";
+import { fillRatios, median, pairRatio, roundOrder, summarise } from "../lib/stats.js";
 import type { RunRecord, TargetInfo } from "../lib/types.js";
+import { runSideBySide } from "../lib/side-by-side.js";
 import { checkCounts, describeCounts } from "../lib/work.js";
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
@@ -99,52 +100,11 @@ async function measureColdStarts(
   }
 }
 
-async function main(): Promise<void> {
-  const config = parseConfig(process.argv.slice(2));
-  if (!config) {
-    console.log(USAGE);
-    return;
-  }
-  const pinning = choosePinning();
-  const machine = describeMachine(pinning);
-  console.log(formatMachine(machine));
-  if (!machine.pinned) loud(pinning.note);
-  if (machine.loadAvgBefore > 0.5) {
-    loud(`the machine is busy (load average ${machine.loadAvgBefore.toFixed(2)}): other processes will skew the numbers`);
-  }
-  console.log(
-    `targets: ${config.targets.join(", ")}\nrounds ${config.rounds}, warm-up ${config.warmupSec} s per server start, ` +
-      `${config.durationSec} s per scenario, ${config.connections} connections x ${config.pipelining} pipelined; ` +
-      `${config.origin === undefined ? "no Origin header" : `Origin: ${config.origin} on every request (CORS active)`}; estimated ${Math.round(estimateSec(config))} s\n`,
-  );
-
-  const build = config.viaTsx ? null : builtServers(ROOT);
-  if (build) {
-    cleanups.push(() => build.remove());
-  }
-  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-bench-logs-"));
-  cleanups.push(() => fs.rmSync(logDir, { recursive: true, force: true }));
-  const spec = (target: string): LaunchSpec => launchSpec(target, build, pinning, logDir);
-
-  const infos = new Map<string, TargetInfo>(
-    config.targets.map((target) => [
-      target,
-      {
-        target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], bundledColdStartMs: null, bundledColdStartsMs: [],
-        bundledIdleRssMb: null, bundledRssSamplesMb: [],
-        rssSamplesMb: [], skipped: null, warnings: [], workCounts: [],
-      },
-    ]),
-  );
-  console.log(`cold starts (${config.coldStarts} per target, interleaved)...`);
-  const bundledSpec = build ? (target: string): LaunchSpec => launchSpec(target, build, pinning, logDir, true) : null;
-  await measureColdStarts(config, spec, infos, bundledSpec);
-  emptyDir(logDir);
-
-  const loader = new LoadClient(pinning.load, ROOT);
-  cleanups.push(() => loader.close());
+/** A target started per round, all its scenarios measured, then stopped: the recorded method until side by side. */
+async function runSequential(
+  config: Config, runnable: readonly string[], infos: Map<string, TargetInfo>, spec: (t: string) => LaunchSpec, loader: LoadClient, logDir: string,
+): Promise<RunRecord[]> {
   const records: RunRecord[] = [];
-  const runnable = config.targets.filter((t) => !infos.get(t)?.skipped);
   for (let round = 1; round <= config.rounds; round++) {
     const order = roundOrder(runnable, round, config.seed);
     console.log(`\nround ${round}/${config.rounds}: ${order.join(" ")}`);
@@ -190,6 +150,58 @@ async function main(): Promise<void> {
       }
     }
   }
+  return records;
+}
+
+async function main(): Promise<void> {
+  const config = parseConfig(process.argv.slice(2));
+  if (!config) {
+    console.log(USAGE);
+    return;
+  }
+  const pinning = choosePinning();
+  const machine = describeMachine(pinning);
+  console.log(formatMachine(machine));
+  if (!machine.pinned) loud(pinning.note);
+  if (machine.loadAvgBefore > 0.5) {
+    loud(`the machine is busy (load average ${machine.loadAvgBefore.toFixed(2)}): other processes will skew the numbers`);
+  }
+  console.log(
+    `targets: ${config.targets.join(", ")}\nrounds ${config.rounds}, warm-up ${config.warmupSec} s per server start, ` +
+      `${config.durationSec} s per scenario, ${config.connections} connections x ${config.pipelining} pipelined; ` +
+      `${config.origin === undefined ? "no Origin header" : `Origin: ${config.origin} on every request (CORS active)`}; ` +
+      `${config.sideBySide ? "side by side (every target up at once, one window per scenario per target each round)" : "one target at a time, started per round"}; estimated ${Math.round(estimateSec(config))} s\n`,
+  );
+
+  const build = config.viaTsx ? null : builtServers(ROOT);
+  if (build) {
+    cleanups.push(() => build.remove());
+  }
+  const logDir = fs.mkdtempSync(path.join(os.tmpdir(), "keelson-bench-logs-"));
+  cleanups.push(() => fs.rmSync(logDir, { recursive: true, force: true }));
+  const spec = (target: string): LaunchSpec => launchSpec(target, build, pinning, logDir);
+
+  const infos = new Map<string, TargetInfo>(
+    config.targets.map((target) => [
+      target,
+      {
+        target, idleRssMb: null, coldStartMs: null, coldStartsMs: [], bundledColdStartMs: null, bundledColdStartsMs: [],
+        bundledIdleRssMb: null, bundledRssSamplesMb: [],
+        rssSamplesMb: [], skipped: null, warnings: [], workCounts: [],
+      },
+    ]),
+  );
+  console.log(`cold starts (${config.coldStarts} per target, interleaved)...`);
+  const bundledSpec = build ? (target: string): LaunchSpec => launchSpec(target, build, pinning, logDir, true) : null;
+  await measureColdStarts(config, spec, infos, bundledSpec);
+  emptyDir(logDir);
+
+  const loader = new LoadClient(pinning.load, ROOT);
+  cleanups.push(() => loader.close());
+  const runnable = config.targets.filter((t) => !infos.get(t)?.skipped);
+  const records = config.sideBySide
+    ? await runSideBySide(config, runnable, infos, (target, dir) => launchSpec(target, build, pinning, dir), loader, logDir, loud)
+    : await runSequential(config, runnable, infos, spec, loader, logDir);
   loader.close();
 
   fillRatios(records);
@@ -201,9 +213,17 @@ async function main(): Promise<void> {
   const targets = [...infos.values()];
   console.log(`\n${formatMachine(machine)}\nmedians over ${config.rounds} round(s); "vs h3" = req/CPU-s divided by bare h3's in the same round\n`);
   console.log(formatTables(summary, targets));
+  const keelsonRatios = config.targets.includes("keelson")
+    ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s)))
+    : [];
+  if (keelsonRatios.length > 0) {
+    console.log(`
+keelson's req/CPU-s ÷ each target's, per round: median (range) [ratio of the medians]
+${formatRatios(keelsonRatios, scenarioNames)}`);
+  }
   const files = writeResults(
     RESULTS_DIR,
-    { date: new Date().toISOString(), totalWallSec, machine, config, targets, summary, runs: records },
+    { date: new Date().toISOString(), totalWallSec, machine, config, targets, summary, runs: records, keelsonRatios },
     scenarioNames,
   );
   console.log(`\nwrote ${files.map((f) => path.relative(ROOT, f)).join(", ")}`);
