@@ -5,7 +5,7 @@
 // The figure is requests per server CPU-second, the server being its whole process tree from /proc
 // (primary, workers, PM2's daemon), with how the workers split the work and how much of the CPU
 // was off the processes' main threads (V8's compilers: warm-up left in the window).
-//   node --import tsx load-tests/bench.ts cluster [--rounds 6] [--duration 10] [--warmup 2] [--connections 50] [--only 2,5]
+//   node --import tsx load-tests/bench.ts cluster [--rounds 6] [--duration 10] [--warmup 2] [--connections 50] [--only 2,5] [--side-by-side]
 // ROUNDS=N sets the default of --rounds (make bench MODE=cluster ROUNDS=1). The reuseport balancer
 // needs net.ipv4.tcp_migrate_req=1: when the host has it off the mode reruns itself in a network
 // namespace of its own with it on (root and `ip netns`), else it skips keelson's reuseport row and
@@ -35,8 +35,11 @@ const { values } = parseArgs({
     warmup: { type: "string", default: "2" },
     connections: { type: "string", default: "50" },
     only: { type: "string" },
+    "side-by-side": { type: "boolean", default: false },
   },
 });
+// Every server started once and kept up; each round, for each load, every server's window back to back.
+const SIDE_BY_SIDE = values["side-by-side"] || process.env.SIDE_BY_SIDE === "1";
 const ROUNDS = Number(values.rounds);
 const DURATION = Number(values.duration);
 const WARMUP = Number(values.warmup);
@@ -200,24 +203,50 @@ const results = new Map<string, Array<Measure & { round: number }>>();
 const key = (shape: string, load: Load) => `${shape}\u0000${load}`;
 
 console.error(`machine: ${cpus().length} × ${cpus()[0]?.model ?? "?"}, Node ${process.version}, load ${loadavg()[0]?.toFixed(2)}; ${pinning.note}`);
-console.error(`${ROUNDS} round(s) of ${shapes.length} servers × 2 loads × ${DURATION}s (+${WARMUP}s warm-up each)`);
+console.error(`${ROUNDS} round(s) of ${shapes.length} servers × 2 loads × ${DURATION}s (+${WARMUP}s warm-up each)${SIDE_BY_SIDE ? ", side by side (every server up for the whole run)" : ""}`);
 for (const shape of SHAPES) if (shape.skip !== undefined) console.error(`${shape.name}: ${shape.skip}`);
-for (let round = 1; round <= ROUNDS; round++) {
-  for (const shape of roundOrder(shapes, round, 36)) {
-    const server = await shape.start();
-    try {
-      if (!(await request(`http://127.0.0.1:${server.port}/hello`, { timeoutMs: 5_000 }).then((r) => r.status === 200, () => false))) {
-        throw new Error(`${shape.name}: GET /hello did not answer 200`);
+/** A server started and answering GET /hello. */
+async function startChecked(shape: Shape): Promise<Running> {
+  const server = await shape.start();
+  if (!(await request(`http://127.0.0.1:${server.port}/hello`, { timeoutMs: 5_000 }).then((r) => r.status === 200, () => false))) {
+    await server.stop();
+    throw new Error(`${shape.name}: GET /hello did not answer 200`);
+  }
+  return server;
+}
+
+/** One window of one load on one server, after its warm-up. */
+async function measureWindow(shape: Shape, server: Running, load: Load, round: number): Promise<void> {
+  const run = load === "keep-alive" ? keepAlive : closing;
+  if (WARMUP > 0) await run(server, WARMUP)();
+  const measure = await measured(server, run(server, DURATION));
+  results.set(key(shape.name, load), [...(results.get(key(shape.name, load)) ?? []), { ...measure, round }]);
+  console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed, ${Math.round(measure.offMain * 100)} % off the main threads`);
+}
+
+const LOADS = ["keep-alive", "close"] as const;
+if (SIDE_BY_SIDE) {
+  // The windows a round's ratio divides lie one window per server apart, not a whole server's session.
+  const running = new Map<Shape, Running>();
+  try {
+    for (const shape of shapes) running.set(shape, await startChecked(shape));
+    for (let round = 1; round <= ROUNDS; round++) {
+      for (const load of LOADS) {
+        for (const shape of roundOrder(shapes, round, 36)) await measureWindow(shape, running.get(shape) as Running, load, round);
       }
-      for (const load of ["keep-alive", "close"] as const) {
-        const run = load === "keep-alive" ? keepAlive : closing;
-        if (WARMUP > 0) await run(server, WARMUP)();
-        const measure = await measured(server, run(server, DURATION));
-        results.set(key(shape.name, load), [...(results.get(key(shape.name, load)) ?? []), { ...measure, round }]);
-        console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed, ${Math.round(measure.offMain * 100)} % off the main threads`);
+    }
+  } finally {
+    await Promise.all([...running.values()].map((server) => server.stop()));
+  }
+} else {
+  for (let round = 1; round <= ROUNDS; round++) {
+    for (const shape of roundOrder(shapes, round, 36)) {
+      const server = await startChecked(shape);
+      try {
+        for (const load of LOADS) await measureWindow(shape, server, load, round);
+      } finally {
+        await server.stop();
       }
-    } finally {
-      await server.stop();
     }
   }
 }
@@ -255,7 +284,7 @@ const offMain = (shape: string, load: Load): string => {
 const failed = (shape: string): number => (["keep-alive", "close"] as const).reduce(
   (sum, load) => sum + (results.get(key(shape, load)) ?? []).reduce((s, m) => s + m.failed, 0), 0);
 
-console.log(`### Multi-core serving (GET /hello, production, no request lines; ${ROUNDS} interleaved round(s) of ${DURATION}s, medians)\n`);
+console.log(`### Multi-core serving (GET /hello, production, no request lines; ${ROUNDS} interleaved round(s) of ${DURATION}s${SIDE_BY_SIDE ? ", side by side" : ""}, medians)\n`);
 console.log(`${pinning.note}; Node ${process.version}; ${CONNECTIONS} connections in both loads; requests per server CPU-second (× bare h3 in the same round).\n`);
 console.log("| server | keep-alive | a new TCP connection per request | worker split (keep-alive / per request) | primary µs per request (keep-alive / per request) | off the main threads (keep-alive / per request) | failed |");
 console.log("| --- | --- | --- | --- | --- | --- | --- |");
@@ -265,6 +294,21 @@ for (const shape of SHAPES) {
     continue;
   }
   console.log(`| ${shape.name} | ${cell(shape.name, "keep-alive")} | ${cell(shape.name, "close")} | ${split(shape.name, "keep-alive")} / ${split(shape.name, "close")} | ${primaryUs(shape.name, "keep-alive")} / ${primaryUs(shape.name, "close")} | ${offMain(shape.name, "keep-alive")} / ${offMain(shape.name, "close")} | ${failed(shape.name)} |`);
+}
+// The issue's comparisons, each within a round and load: per-round median (range) [ratio of the medians].
+const PAIRS: Array<[number, number]> = [[5, 2], [6, 7], [6, 5], [5, 3], [6, 3]];
+const pairCell = (top: string, bottom: string, load: Load): string => {
+  const base = new Map((results.get(key(bottom, load)) ?? []).map((m) => [m.round, perCpu(m)]));
+  const perRound = (results.get(key(top, load)) ?? []).flatMap((m) => (base.has(m.round) ? [perCpu(m) / (base.get(m.round) as number)] : []));
+  const mid = median(perRound);
+  const ofMedians = (median((results.get(key(top, load)) ?? []).map(perCpu)) ?? 0) / (median([...base.values()]) ?? 1);
+  return mid === null ? "—" : `${mid.toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)}) [${ofMedians.toFixed(2)}]`;
+};
+const pairs = PAIRS.map(([a, b]) => [SHAPES[a - 1], SHAPES[b - 1]] as const).filter(([a, b]) => a && b && shapes.includes(a) && shapes.includes(b));
+if (pairs.length > 0) {
+  console.log("\n| ratio, per round: median (range) [ratio of the medians] | keep-alive | a new TCP connection per request |");
+  console.log("| --- | --- | --- |");
+  for (const [a, b] of pairs) console.log(`| ${a?.name} ÷ ${b?.name} | ${pairCell(a?.name ?? "", b?.name ?? "", "keep-alive")} | ${pairCell(a?.name ?? "", b?.name ?? "", "close")} |`);
 }
 const total = [...results.values()].flat().reduce((sum, m) => sum + m.failed, 0);
 if (total > 0) process.exitCode = 1;

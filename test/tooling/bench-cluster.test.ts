@@ -38,6 +38,19 @@ beforeAll(() => {
 
 afterAll(() => killAllChildren());
 
+/** The body rows of the Markdown table whose header starts with `header`. */
+function rowsOf(output: string, header: string): string[] {
+  const lines = output.split("\n");
+  const start = lines.findIndex((line) => line.startsWith(header));
+  if (start === -1) return [];
+  const rows: string[] = [];
+  for (const line of lines.slice(start + 2)) {
+    if (!line.startsWith("| ")) break;
+    rows.push(line);
+  }
+  return rows;
+}
+
 describe("make bench MODE=cluster, short form", () => {
   it("prints a row for every server, each measured with no failed request or skipped with its reason", async () => {
     const run = spawnChild([process.execPath, "--import", "tsx", "load-tests/bench.ts", "cluster", "--duration", "0.5", "--warmup", "0", "--connections", "4"],
@@ -46,7 +59,7 @@ describe("make bench MODE=cluster, short form", () => {
     const output = run.output();
     expect(exit.code, output).toBe(0);
     expect(output).toMatch(/1 round\(s\) of \d+ servers/);
-    const table = output.split("\n").filter((line) => line.startsWith("| ") && !line.startsWith("| server") && !line.startsWith("| ---"));
+    const table = rowsOf(output, "| server");
     expect(table.map((line) => line.split(" | ")[0]?.slice(2))).toEqual(ROWS);
     for (const row of table) {
       const cells = row.split(" | ");
@@ -65,5 +78,24 @@ describe("make bench MODE=cluster, short form", () => {
     for (const row of table.filter((line) => /node:cluster|PM2|--workers 2/.test(line) && !/skipped: /.test(line))) {
       expect(row.split(" | ")[3], row).toMatch(/^\d+\/\d+ \/ \d+\/\d+$/);
     }
+    // The issue's comparisons, per round within a load, wherever both rows ran.
+    const pairs = rowsOf(output, "| ratio");
+    expect(pairs.map((line) => line.split(" | ")[0]?.slice(2))).toContain(`${ROWS[4]} ÷ ${ROWS[1]}`);
+    for (const row of pairs) expect(row, row).toMatch(/^\| .+ ÷ .+ \| [\d.]+ \([\d.]+–[\d.]+\) \[[\d.]+\] \| [\d.]+ \([\d.]+–[\d.]+\) \[[\d.]+\] \|$/);
+  }, 240_000);
+
+  it("runs side by side: every server up for the whole run, each measured in every round", async () => {
+    const run = spawnChild([process.execPath, "--import", "tsx", "load-tests/bench.ts", "cluster", "--duration", "0.5", "--warmup", "0", "--connections", "4", "--only", "2,5", "--side-by-side"],
+      { cwd: ROOT, env: { ROUNDS: "2" } });
+    const exit = await run.exited;
+    const output = run.output();
+    expect(exit.code, output).toBe(0);
+    expect(output).toMatch(/2 round\(s\) of 3 servers × 2 loads × 0.5s \(\+0s warm-up each\), side by side/);
+    // Every server measured in both loads in both rounds.
+    for (const row of [ROWS[0], ROWS[1], ROWS[4]]) {
+      for (const round of [1, 2]) for (const load of ["keep-alive", "close"]) expect(output).toContain(`round ${round} ${row} ${load}: `);
+    }
+    expect(rowsOf(output, "| server").map((line) => line.split(" | ")[0]?.slice(2))).toEqual([ROWS[0], ROWS[1], ROWS[4]]);
+    expect(rowsOf(output, "| ratio").map((line) => line.split(" | ")[0]?.slice(2))).toEqual([`${ROWS[4]} ÷ ${ROWS[1]}`]);
   }, 240_000);
 });
