@@ -69,6 +69,7 @@ describe("counting what a bench target emitted", () => {
 const line = (p: string): string => `${JSON.stringify({ method: "GET", path: p, status: 200, note: "é" })}\n`;
 const run = (target: string, round: number, reqPerCpuSec: number | null): RunRecord =>
   ({ target, round, scenario: "GET /hello", reqPerCpuSec }) as RunRecord;
+const at = (record: RunRecord, speedBefore: number, speedAfter: number): RunRecord => ({ ...record, speedBefore, speedAfter });
 
 describe("the side-by-side bench's bookkeeping", () => {
   it("counts a growing log from where it stopped, a line still being written once it ends", () => {
@@ -106,7 +107,20 @@ describe("the side-by-side bench's bookkeeping", () => {
     const records = [run("k", 1, 100), run("h", 1, 50), run("k", 2, 90), run("h", 2, 90), run("k", 3, 80), run("h", 3, null), run("k", 4, 60), run("h", 4, 40)];
     const ratio = pairRatio(records, "k", "h", "GET /hello");
     expect(ratio).toMatchObject({ rounds: 3, median: 1.5, min: 1, max: 2 });
-    expect(ratio.ofMedians).toBeCloseTo(85 / 50, 10);
+    // The medians of the rounds both had (1, 2 and 4): 90 and 50.
+    expect(ratio.ofMedians).toBeCloseTo(90 / 50, 10);
     expect(pairRatio(records, "k", "nobody", "GET /hello")).toMatchObject({ rounds: 0, median: null, ofMedians: null });
+  });
+
+  it("keeps, when asked for steady rounds, only those whose windows ran at one machine speed", () => {
+    const records = [
+      at(run("k", 1, 100), 6, 5.9), at(run("h", 1, 50), 5.8, 6), // steady: 2
+      at(run("k", 2, 90), 6, 3.6), at(run("h", 2, 90), 3.6, 3.6), // k's window straddles a slowdown
+      at(run("k", 3, 30), 3.6, 3.7), at(run("h", 3, 60), 6, 6), // each steady, at two speeds
+      at(run("k", 4, 40), 3.6, 3.6), at(run("h", 4, 40), 3.7, 3.5), // steady, slow: 1
+      run("k", 5, 10), run("h", 5, 10), // no readings
+    ];
+    expect(pairRatio(records, "k", "h", "GET /hello")).toMatchObject({ rounds: 5 });
+    expect(pairRatio(records, "k", "h", "GET /hello", true)).toMatchObject({ rounds: 2, median: 1.5, min: 1, max: 2, ofMedians: 70 / 45 });
   });
 });

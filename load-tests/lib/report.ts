@@ -16,6 +16,8 @@ export interface Results {
   runs: RunRecord[];
   /** keelson's req/CPU-s divided by every other target's, per round and by the medians. */
   keelsonRatios: PairRatio[];
+  /** The same over the rounds whose two windows ran at one machine speed (side by side only). */
+  keelsonSteadyRatios: PairRatio[];
 }
 
 const int = (n: number | null): string => (n === null ? "-" : Math.round(n).toLocaleString("en-US"));
@@ -28,16 +30,16 @@ function table(headers: string[], rows: string[][], leftColumns: number): string
   return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
 
-const ratioCell = (r: PairRatio | undefined): string =>
-  r?.median == null ? "-" : `${fixed(r.median, 2)} (${fixed(r.min, 2)}-${fixed(r.max, 2)}) [${fixed(r.ofMedians, 2)}]`;
+const ratioCell = (r: PairRatio | undefined, rounds: boolean): string =>
+  r?.median == null ? "-" : `${fixed(r.median, 2)} (${fixed(r.min, 2)}-${fixed(r.max, 2)}${rounds ? `, ${r.rounds} rounds` : ""}) [${fixed(r.ofMedians, 2)}]`;
 
 /** keelson ÷ each other target, one row per target, one cell per scenario: "median (min–max) [of the medians]". */
-export function formatRatios(ratios: PairRatio[], scenarios: string[]): string {
+export function formatRatios(ratios: PairRatio[], scenarios: string[], rounds = false): string {
   const denominators = [...new Set(ratios.map((r) => r.denominator))];
   if (denominators.length === 0) return "";
   return table(
     ["keelson ÷", ...scenarios],
-    denominators.map((d) => [d, ...scenarios.map((s) => ratioCell(ratios.find((r) => r.denominator === d && r.scenario === s)))]),
+    denominators.map((d) => [d, ...scenarios.map((s) => ratioCell(ratios.find((r) => r.denominator === d && r.scenario === s), rounds))]),
     1,
   );
 }

@@ -6,6 +6,7 @@ import { request, sleep } from "./http.js";
 import type { LoadClient } from "./load-client.js";
 import { readRssMb } from "./machine.js";
 import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
+import type { SpeedProbe } from "./speed-probe.js";
 import type { RunRecord, Scenario } from "./types.js";
 import { countLive, LogLineCounter, workOf, type Counts, type Responses } from "./work.js";
 
@@ -112,8 +113,10 @@ export async function prepareServer(server: ServerHandle, loader: LoadClient, co
 /** One measured window of one scenario, the server's CPU diffed around it; its responses added to `responses`. */
 export async function measureWindow(
   server: ServerHandle, loader: LoadClient, config: Config, scenario: Scenario, target: string, round: number, responses: Responses,
+  probe?: SpeedProbe,
 ): Promise<RunRecord> {
   if (!server.alive()) throw new Error(`server died during the run\n${server.output()}`);
+  const speedBefore = await probe?.measure();
   const result = await loader.run({
     origin: server.origin, connections: config.connections, pipelining: config.pipelining,
     requests: [scenario], durationSec: config.durationSec, measureCpu: true,
@@ -122,7 +125,9 @@ export async function measureWindow(
   // The two CPU probes (GET /__cpu) around the window are responses too.
   responses.answered += result.requests + 2;
   responses.sent += result.sent + 2;
-  return { ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null };
+  const record: RunRecord = { ...result, target, scenario: scenario.name, round, reqPerCpuSec, ratioVsH3: null };
+  if (probe && speedBefore !== undefined) Object.assign(record, { speedBefore, speedAfter: await probe.measure() });
+  return record;
 }
 
 /** What a target emitted so far: its histogram and spans read live, its log lines once the writer has caught up. */

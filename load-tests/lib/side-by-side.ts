@@ -2,12 +2,14 @@
 // run, and each round one window per scenario per target, back to back. The sequential mode starts a
 // target per round and measures all its scenarios before the next one starts, so the two windows a
 // ratio divides lie a minute or more apart; on a machine whose speed drifts over seconds, that drift
-// lands in the ratio. Here they lie one window per target apart.
+// lands in the ratio. Here they lie one window per target apart, and a fixed workload on the servers'
+// CPU reads the machine's speed before and after every window (speed-probe.ts).
 import * as fs from "node:fs";
 import * as path from "node:path";
 import { scenariosFor, type Config } from "./args.js";
 import type { LoadClient } from "./load-client.js";
 import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
+import { SpeedProbe } from "./speed-probe.js";
 import { countWork, measureWindow, prepareServer } from "./session.js";
 import { roundOrder } from "./stats.js";
 import type { RunRecord, TargetInfo } from "./types.js";
@@ -35,6 +37,9 @@ export async function runSideBySide(
   loader: LoadClient,
   logDir: string,
   loud: (message: string) => void,
+  /** The servers' CPU (the speed probe runs there) and the repository root. */
+  pinCpu: number | null,
+  cwd: string,
 ): Promise<RunRecord[]> {
   const live = new Map<string, Live>();
   const stopAll = (): Promise<unknown> => Promise.all([...live.values()].map((t) => t.server.stop()));
@@ -45,6 +50,7 @@ export async function runSideBySide(
     infos.get(target)?.warnings.push(warning);
   };
   const records: RunRecord[] = [];
+  const probe = new SpeedProbe(pinCpu, cwd);
   try {
     for (const target of runnable) {
       // Its own log folder: the counts are per target, and every server writes for the whole run.
@@ -79,7 +85,7 @@ export async function runSideBySide(
         const t = live.get(target);
         if (!t?.measuring) continue;
         try {
-          roundRecords.push(await measureWindow(t.server, loader, config, scenario, target, round, t.responses));
+          roundRecords.push(await measureWindow(t.server, loader, config, scenario, target, round, t.responses, probe));
         } catch (error) {
           drop(target, `round ${round}: run failed: ${error instanceof Error ? error.message : String(error)}`, `round ${round}: run failed`);
         }
@@ -100,12 +106,13 @@ export async function runSideBySide(
         const own = roundRecords.filter((r) => r.target === target);
         records.push(...own);
         const brief = own
-          .map((r) => `${r.scenario} ${Math.round(r.reqPerSec)} req/s, ${r.reqPerCpuSec === null ? "-" : Math.round(r.reqPerCpuSec)} req/CPU-s`)
+          .map((r) => `${r.scenario} ${Math.round(r.reqPerSec)} req/s, ${r.reqPerCpuSec === null ? "-" : Math.round(r.reqPerCpuSec)} req/CPU-s, speed ${r.speedBefore?.toFixed(2)}→${r.speedAfter?.toFixed(2)}`)
           .join(" | ");
         console.log(`  ${target.padEnd(15)} ${brief}`);
       }
     }
   } finally {
+    probe.close();
     await stopAll();
   }
   return records;

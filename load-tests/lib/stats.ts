@@ -90,15 +90,36 @@ export interface PairRatio {
   ofMedians: number | null;
 }
 
-export function pairRatio(records: RunRecord[], numerator: string, denominator: string, scenario: string): PairRatio {
+/** How far two speed readings may differ and still count as the same machine speed. */
+export const SAME_SPEED = 0.1;
+
+const sameSpeed = (a: number | undefined, b: number | undefined): boolean =>
+  a !== undefined && b !== undefined && Math.abs(a - b) <= SAME_SPEED * Math.max(a, b);
+
+/**
+ * Whether two windows ran at one machine speed: each window's probe readings before and after it
+ * agree, and the two windows' readings agree with each other.
+ */
+export function steadyPair(a: RunRecord, b: RunRecord): boolean {
+  return sameSpeed(a.speedBefore, a.speedAfter) && sameSpeed(b.speedBefore, b.speedAfter) &&
+    sameSpeed(a.speedBefore, b.speedBefore) && sameSpeed(a.speedAfter, b.speedAfter);
+}
+
+/** With `steady`, only the rounds whose two windows ran at one machine speed (`steadyPair`). */
+export function pairRatio(records: RunRecord[], numerator: string, denominator: string, scenario: string, steady = false): PairRatio {
   const perRound: number[] = [];
-  const ofTarget = (target: string): RunRecord[] => records.filter((r) => r.target === target && r.scenario === scenario);
-  for (const top of ofTarget(numerator)) {
+  const tops: RunRecord[] = [];
+  const bottoms: RunRecord[] = [];
+  for (const top of records.filter((r) => r.target === numerator && r.scenario === scenario)) {
     const bottom = records.find((r) => r.target === denominator && r.scenario === scenario && r.round === top.round);
-    if (top.reqPerCpuSec !== null && bottom?.reqPerCpuSec) perRound.push(top.reqPerCpuSec / bottom.reqPerCpuSec);
+    if (top.reqPerCpuSec === null || !bottom?.reqPerCpuSec || (steady && !steadyPair(top, bottom))) continue;
+    perRound.push(top.reqPerCpuSec / bottom.reqPerCpuSec);
+    tops.push(top);
+    bottoms.push(bottom);
   }
-  const top = medianOf(ofTarget(numerator), (r) => r.reqPerCpuSec);
-  const bottom = medianOf(ofTarget(denominator), (r) => r.reqPerCpuSec);
+  // Of the same rounds' windows, so that a round left out on one side is left out on the other.
+  const top = medianOf(tops, (r) => r.reqPerCpuSec);
+  const bottom = medianOf(bottoms, (r) => r.reqPerCpuSec);
   return {
     numerator, denominator, scenario, rounds: perRound.length, median: median(perRound),
     min: perRound.length > 0 ? Math.min(...perRound) : null,

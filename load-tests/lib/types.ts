@@ -56,6 +56,9 @@ export interface RunRecord extends LoadResult {
   round: number;
   reqPerCpuSec: number | null;
   ratioVsH3: number | null;
+  /** The speed probe's reading right before and right after the window (side by side only). */
+  speedBefore?: number;
+  speedAfter?: number;
 }
 
 export interface TargetInfo {

@@ -12,7 +12,7 @@ import { choosePinning, describeMachine, type Pinning } from "../lib/machine.js"
 import { formatMachine, formatRatios, formatTables, writeResults } from "../lib/report.js";
 import { coldStart, startServer, type LaunchSpec } from "../lib/server.js";
 import { measureIdleRss, runSession } from "../lib/session.js";
-import { fillRatios, median, pairRatio, roundOrder, summarise } from "../lib/stats.js";
+import { fillRatios, median, pairRatio, roundOrder, SAME_SPEED, summarise } from "../lib/stats.js";
 import type { RunRecord, TargetInfo } from "../lib/types.js";
 import { runSideBySide } from "../lib/side-by-side.js";
 import { checkCounts, describeCounts } from "../lib/work.js";
@@ -201,7 +201,7 @@ async function main(): Promise<void> {
   cleanups.push(() => loader.close());
   const runnable = config.targets.filter((t) => !infos.get(t)?.skipped);
   const records = config.sideBySide
-    ? await runSideBySide(config, runnable, infos, (target, dir) => launchSpec(target, build, pinning, dir), loader, logDir, loud)
+    ? await runSideBySide(config, runnable, infos, (target, dir) => launchSpec(target, build, pinning, dir), loader, logDir, loud, pinning.server, ROOT)
     : await runSequential(config, runnable, infos, spec, loader, logDir);
   loader.close();
 
@@ -218,13 +218,21 @@ async function main(): Promise<void> {
     ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s)))
     : [];
   if (keelsonRatios.length > 0) {
-    console.log(`
-keelson's req/CPU-s ÷ each target's, per round: median (range) [ratio of the medians]
-${formatRatios(keelsonRatios, scenarioNames)}`);
+    console.log(`\nkeelson's req/CPU-s ÷ each target's, per round: median (range) [ratio of the medians]\n${formatRatios(keelsonRatios, scenarioNames)}`);
+  }
+  const keelsonSteadyRatios = config.sideBySide
+    ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s, true)))
+    : [];
+  if (keelsonSteadyRatios.length > 0) {
+    console.log(
+      "\nthe same over the rounds whose two windows ran at one machine speed (the speed probe's readings before and after " +
+        `each window within ${SAME_SPEED * 100} % of each other and of the other window's): median (range, rounds kept) [ratio of the medians]\n` +
+        formatRatios(keelsonSteadyRatios, scenarioNames, true),
+    );
   }
   const files = writeResults(
     RESULTS_DIR,
-    { date: new Date().toISOString(), totalWallSec, machine, config, targets, summary, runs: records, keelsonRatios },
+    { date: new Date().toISOString(), totalWallSec, machine, config, targets, summary, runs: records, keelsonRatios, keelsonSteadyRatios },
     scenarioNames,
   );
   console.log(`\nwrote ${files.map((f) => path.relative(ROOT, f)).join(", ")}`);

@@ -38,5 +38,9 @@ describe("make bench SIDE_BY_SIDE=1, short form", () => {
       ["GET /hello", "GET /books/42", "POST /books"].map((s) => `h3 ${s} 2`),
     );
     expect(output).toMatch(/keelson ÷ +GET \/hello/);
+    // The machine's speed read around every window, and the ratios over the rounds it held steady.
+    for (const r of latest.runs) expect(r.speedBefore! > 0 && r.speedAfter! > 0, JSON.stringify(r)).toBe(true);
+    expect(latest.keelsonSteadyRatios.map((r) => `${r.denominator} ${r.scenario}`)).toEqual(["GET /hello", "GET /books/42", "POST /books"].map((s) => `h3 ${s}`));
+    expect(output).toMatch(/the same over the rounds whose two windows ran at one machine speed/);
   }, 240_000);
 });
