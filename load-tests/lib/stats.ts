@@ -100,7 +100,9 @@ const sameSpeed = (a: number | undefined, b: number | undefined): boolean =>
  * Whether two windows ran at one machine speed: each window's probe readings before and after it
  * agree, and the two windows' readings agree with each other.
  */
-export function steadyPair(a: RunRecord, b: RunRecord): boolean {
+type Speeds = Pick<RunRecord, "speedBefore" | "speedAfter">;
+
+export function steadyPair(a: Speeds, b: Speeds): boolean {
   return sameSpeed(a.speedBefore, a.speedAfter) && sameSpeed(b.speedBefore, b.speedAfter) &&
     sameSpeed(a.speedBefore, b.speedBefore) && sameSpeed(a.speedAfter, b.speedAfter);
 }

@@ -25,7 +25,8 @@ import { request, sleep } from "../lib/http.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning } from "../lib/machine.js";
 import { cpuSpent, mainThreadCpu, treeCpu } from "../lib/proc-cpu.js";
-import { median, roundOrder } from "../lib/stats.js";
+import { SpeedProbe } from "../lib/speed-probe.js";
+import { median, roundOrder, SAME_SPEED, steadyPair } from "../lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
@@ -162,6 +163,9 @@ interface Measure {
   split: number[];
   /** The share of the tree's CPU outside its processes' main threads (V8's compilers and GC helpers). */
   offMain: number;
+  /** The speed probe's readings right before and right after the measured load (side by side). */
+  speedBefore?: number;
+  speedAfter?: number;
 }
 
 /** The server tree's CPU over `run`, which returns its answered and failed requests. */
@@ -216,26 +220,32 @@ async function startChecked(shape: Shape): Promise<Running> {
 }
 
 /** One window of one load on one server, after its warm-up. */
-async function measureWindow(shape: Shape, server: Running, load: Load, round: number): Promise<void> {
+async function measureWindow(shape: Shape, server: Running, load: Load, round: number, probe?: SpeedProbe): Promise<void> {
   const run = load === "keep-alive" ? keepAlive : closing;
   if (WARMUP > 0) await run(server, WARMUP)();
-  const measure = await measured(server, run(server, DURATION));
+  const speedBefore = await probe?.measure();
+  const measure: Measure = await measured(server, run(server, DURATION));
+  if (probe && speedBefore !== undefined) Object.assign(measure, { speedBefore, speedAfter: await probe.measure() });
   results.set(key(shape.name, load), [...(results.get(key(shape.name, load)) ?? []), { ...measure, round }]);
-  console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed, ${Math.round(measure.offMain * 100)} % off the main threads`);
+  const speed = measure.speedBefore === undefined ? "" : `, speed ${measure.speedBefore.toFixed(2)}→${measure.speedAfter?.toFixed(2)}`;
+  console.error(`round ${round} ${shape.name} ${load}: ${Math.round(measure.requests / measure.cpu)} req/CPU-s, ${measure.requests} requests, ${measure.failed} failed, ${Math.round(measure.offMain * 100)} % off the main threads${speed}`);
 }
 
 const LOADS = ["keep-alive", "close"] as const;
 if (SIDE_BY_SIDE) {
   // The windows a round's ratio divides lie one window per server apart, not a whole server's session.
   const running = new Map<Shape, Running>();
+  // The machine's speed before and after every window (lib/speed-probe.ts), on the servers' CPU.
+  const probe = new SpeedProbe(pinning.server, ROOT);
   try {
     for (const shape of shapes) running.set(shape, await startChecked(shape));
     for (let round = 1; round <= ROUNDS; round++) {
       for (const load of LOADS) {
-        for (const shape of roundOrder(shapes, round, 36)) await measureWindow(shape, running.get(shape) as Running, load, round);
+        for (const shape of roundOrder(shapes, round, 36)) await measureWindow(shape, running.get(shape) as Running, load, round, probe);
       }
     }
   } finally {
+    probe.close();
     await Promise.all([...running.values()].map((server) => server.stop()));
   }
 } else {
@@ -297,18 +307,28 @@ for (const shape of SHAPES) {
 }
 // The issue's comparisons, each within a round and load: per-round median (range) [ratio of the medians].
 const PAIRS: Array<[number, number]> = [[5, 2], [6, 7], [6, 5], [5, 3], [6, 3]];
-const pairCell = (top: string, bottom: string, load: Load): string => {
-  const base = new Map((results.get(key(bottom, load)) ?? []).map((m) => [m.round, perCpu(m)]));
-  const perRound = (results.get(key(top, load)) ?? []).flatMap((m) => (base.has(m.round) ? [perCpu(m) / (base.get(m.round) as number)] : []));
+const pairCell = (top: string, bottom: string, load: Load, steady = false): string => {
+  const base = new Map((results.get(key(bottom, load)) ?? []).map((m) => [m.round, m]));
+  const kept = (results.get(key(top, load)) ?? []).flatMap((m) => {
+    const other = base.get(m.round);
+    return other === undefined || (steady && !steadyPair(m, other)) ? [] : [[m, other] as const];
+  });
+  const perRound = kept.map(([m, other]) => perCpu(m) / perCpu(other));
   const mid = median(perRound);
-  const ofMedians = (median((results.get(key(top, load)) ?? []).map(perCpu)) ?? 0) / (median([...base.values()]) ?? 1);
-  return mid === null ? "—" : `${mid.toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)}) [${ofMedians.toFixed(2)}]`;
+  const ofMedians = (median(kept.map(([m]) => perCpu(m))) ?? 0) / (median(kept.map(([, other]) => perCpu(other))) ?? 1);
+  const rounds = steady ? `, ${kept.length} rounds` : "";
+  return mid === null ? "—" : `${mid.toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)}${rounds}) [${ofMedians.toFixed(2)}]`;
 };
 const pairs = PAIRS.map(([a, b]) => [SHAPES[a - 1], SHAPES[b - 1]] as const).filter(([a, b]) => a && b && shapes.includes(a) && shapes.includes(b));
 if (pairs.length > 0) {
   console.log("\n| ratio, per round: median (range) [ratio of the medians] | keep-alive | a new TCP connection per request |");
   console.log("| --- | --- | --- |");
   for (const [a, b] of pairs) console.log(`| ${a?.name} ÷ ${b?.name} | ${pairCell(a?.name ?? "", b?.name ?? "", "keep-alive")} | ${pairCell(a?.name ?? "", b?.name ?? "", "close")} |`);
+  if (SIDE_BY_SIDE) {
+    console.log(`\n| the same over the rounds at one machine speed (probe readings within ${SAME_SPEED * 100} %): median (range, rounds kept) [ratio of the medians] | keep-alive | a new TCP connection per request |`);
+    console.log("| --- | --- | --- |");
+    for (const [a, b] of pairs) console.log(`| ${a?.name} ÷ ${b?.name} | ${pairCell(a?.name ?? "", b?.name ?? "", "keep-alive", true)} | ${pairCell(a?.name ?? "", b?.name ?? "", "close", true)} |`);
+  }
 }
 const total = [...results.values()].flat().reduce((sum, m) => sum + m.failed, 0);
 if (total > 0) process.exitCode = 1;

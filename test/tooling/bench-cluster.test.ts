@@ -97,5 +97,8 @@ describe("make bench MODE=cluster, short form", () => {
     }
     expect(rowsOf(output, "| server").map((line) => line.split(" | ")[0]?.slice(2))).toEqual([ROWS[0], ROWS[1], ROWS[4]]);
     expect(rowsOf(output, "| ratio").map((line) => line.split(" | ")[0]?.slice(2))).toEqual([`${ROWS[4]} ÷ ${ROWS[1]}`]);
+    // The machine's speed read around every window, and the same comparison over the steady rounds.
+    expect(output.match(/ (?:keep-alive|close): .*, speed \d+\.\d+→\d+\.\d+$/gm)).toHaveLength(3 * 2 * 2);
+    expect(rowsOf(output, "| the same over").map((line) => line.split(" | ")[0]?.slice(2))).toEqual([`${ROWS[4]} ÷ ${ROWS[1]}`]);
   }, 240_000);
 });
