@@ -30,6 +30,15 @@ function table(headers: string[], rows: string[][], leftColumns: number): string
   return [line(headers), widths.map((w) => "-".repeat(w)).join("  "), ...rows.map(line)].join("\n");
 }
 
+/** A target's windows of one round, on one line of the run's progress. */
+export function formatRound(target: string, records: RunRecord[]): string {
+  const windows = records.map((r) => {
+    const speed = r.speedBefore === undefined ? "" : `, speed ${r.speedBefore.toFixed(2)}→${r.speedAfter?.toFixed(2)}`;
+    return `${r.scenario} ${Math.round(r.reqPerSec)} req/s, ${r.reqPerCpuSec === null ? "-" : Math.round(r.reqPerCpuSec)} req/CPU-s${speed}`;
+  });
+  return `  ${target.padEnd(15)} ${windows.join(" | ")}`;
+}
+
 const ratioCell = (r: PairRatio | undefined, rounds: boolean): string =>
   r?.median == null ? "-" : `${fixed(r.median, 2)} (${fixed(r.min, 2)}-${fixed(r.max, 2)}${rounds ? `, ${r.rounds} rounds` : ""}) [${fixed(r.ofMedians, 2)}]`;
 

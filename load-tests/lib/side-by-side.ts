@@ -11,6 +11,7 @@ import type { LoadClient } from "./load-client.js";
 import { startServer, type LaunchSpec, type ServerHandle } from "./server.js";
 import { SpeedProbe } from "./speed-probe.js";
 import { countWork, measureWindow, prepareServer } from "./session.js";
+import { formatRound } from "./report.js";
 import { roundOrder } from "./stats.js";
 import type { RunRecord, TargetInfo } from "./types.js";
 import { checkCounts, describeCounts, LogLineCounter, type Responses } from "./work.js";
@@ -105,10 +106,7 @@ export async function runSideBySide(
         if (counted !== null) info.workCounts.push(`after round ${round}: ${counted}`);
         const own = roundRecords.filter((r) => r.target === target);
         records.push(...own);
-        const brief = own
-          .map((r) => `${r.scenario} ${Math.round(r.reqPerSec)} req/s, ${r.reqPerCpuSec === null ? "-" : Math.round(r.reqPerCpuSec)} req/CPU-s, speed ${r.speedBefore?.toFixed(2)}→${r.speedAfter?.toFixed(2)}`)
-          .join(" | ");
-        console.log(`  ${target.padEnd(15)} ${brief}`);
+        console.log(formatRound(target, own));
       }
     }
   } finally {

@@ -33,7 +33,7 @@ function measure(): number {
 measure();
 process.stdin.setEncoding("utf8");
 process.stdin.on("data", (chunk: string) => {
-  for (let i = 0; i < chunk.split("\n").length - 1; i++) process.stdout.write(`${measure().toFixed(3)}\n`);
+  for (const char of chunk) if (char === "\n") process.stdout.write(`${measure().toFixed(3)}\n`);
 });
 process.stdin.on("end", () => process.exit(sink === -1 ? 1 : 0));
 process.stdout.write("READY\n");

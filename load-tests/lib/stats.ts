@@ -96,36 +96,45 @@ export const SAME_SPEED = 0.1;
 const sameSpeed = (a: number | undefined, b: number | undefined): boolean =>
   a !== undefined && b !== undefined && Math.abs(a - b) <= SAME_SPEED * Math.max(a, b);
 
+type Speeds = Pick<RunRecord, "speedBefore" | "speedAfter">;
+
 /**
  * Whether two windows ran at one machine speed: each window's probe readings before and after it
  * agree, and the two windows' readings agree with each other.
  */
-type Speeds = Pick<RunRecord, "speedBefore" | "speedAfter">;
-
 export function steadyPair(a: Speeds, b: Speeds): boolean {
   return sameSpeed(a.speedBefore, a.speedAfter) && sameSpeed(b.speedBefore, b.speedAfter) &&
     sameSpeed(a.speedBefore, b.speedBefore) && sameSpeed(a.speedAfter, b.speedAfter);
 }
 
-/** With `steady`, only the rounds whose two windows ran at one machine speed (`steadyPair`). */
-export function pairRatio(records: RunRecord[], numerator: string, denominator: string, scenario: string, steady = false): PairRatio {
-  const perRound: number[] = [];
-  const tops: RunRecord[] = [];
-  const bottoms: RunRecord[] = [];
-  for (const top of records.filter((r) => r.target === numerator && r.scenario === scenario)) {
-    const bottom = records.find((r) => r.target === denominator && r.scenario === scenario && r.round === top.round);
-    if (top.reqPerCpuSec === null || !bottom?.reqPerCpuSec || (steady && !steadyPair(top, bottom))) continue;
-    perRound.push(top.reqPerCpuSec / bottom.reqPerCpuSec);
-    tops.push(top);
-    bottoms.push(bottom);
-  }
-  // Of the same rounds' windows, so that a round left out on one side is left out on the other.
-  const top = medianOf(tops, (r) => r.reqPerCpuSec);
-  const bottom = medianOf(bottoms, (r) => r.reqPerCpuSec);
+/** Per-round ratios of paired windows: median, range and the ratio of the two sides' medians. */
+export type RoundRatios = Pick<PairRatio, "rounds" | "median" | "min" | "max" | "ofMedians">;
+
+/**
+ * `value(top) / value(bottom)` for each pair of one round's windows (pairs without a value left out;
+ * with `steady`, pairs not run at one machine speed too), and the medians of the same windows, so that a
+ * round left out on one side is left out on the other.
+ */
+export function roundRatios<T extends Speeds>(pairs: ReadonlyArray<readonly [T, T]>, value: (window: T) => number | null, steady = false): RoundRatios {
+  const kept = pairs.filter(([top, bottom]) => value(top) !== null && value(bottom) && (!steady || steadyPair(top, bottom)));
+  const perRound = kept.map(([top, bottom]) => (value(top) as number) / (value(bottom) as number));
+  const top = median(kept.map(([t]) => value(t) as number));
+  const bottom = median(kept.map(([, b]) => value(b) as number));
   return {
-    numerator, denominator, scenario, rounds: perRound.length, median: median(perRound),
+    rounds: perRound.length, median: median(perRound),
     min: perRound.length > 0 ? Math.min(...perRound) : null,
     max: perRound.length > 0 ? Math.max(...perRound) : null,
     ofMedians: top !== null && bottom ? top / bottom : null,
   };
+}
+
+/** With `steady`, only the rounds whose two windows ran at one machine speed (`steadyPair`). */
+export function pairRatio(records: RunRecord[], numerator: string, denominator: string, scenario: string, steady = false): PairRatio {
+  const pairs = records
+    .filter((r) => r.target === numerator && r.scenario === scenario)
+    .flatMap((top) => {
+      const bottom = records.find((r) => r.target === denominator && r.scenario === scenario && r.round === top.round);
+      return bottom === undefined ? [] : [[top, bottom] as const];
+    });
+  return { numerator, denominator, scenario, ...roundRatios(pairs, (r) => r.reqPerCpuSec, steady) };
 }

@@ -26,7 +26,7 @@ import { LoadClient } from "../lib/load-client.js";
 import { choosePinning } from "../lib/machine.js";
 import { cpuSpent, mainThreadCpu, treeCpu } from "../lib/proc-cpu.js";
 import { SpeedProbe } from "../lib/speed-probe.js";
-import { median, roundOrder, SAME_SPEED, steadyPair } from "../lib/stats.js";
+import { median, roundOrder, roundRatios, SAME_SPEED } from "../lib/stats.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const { values } = parseArgs({
@@ -309,15 +309,13 @@ for (const shape of SHAPES) {
 const PAIRS: Array<[number, number]> = [[5, 2], [6, 7], [6, 5], [5, 3], [6, 3]];
 const pairCell = (top: string, bottom: string, load: Load, steady = false): string => {
   const base = new Map((results.get(key(bottom, load)) ?? []).map((m) => [m.round, m]));
-  const kept = (results.get(key(top, load)) ?? []).flatMap((m) => {
+  const pairs = (results.get(key(top, load)) ?? []).flatMap((m) => {
     const other = base.get(m.round);
-    return other === undefined || (steady && !steadyPair(m, other)) ? [] : [[m, other] as const];
+    return other === undefined ? [] : [[m, other] as const];
   });
-  const perRound = kept.map(([m, other]) => perCpu(m) / perCpu(other));
-  const mid = median(perRound);
-  const ofMedians = (median(kept.map(([m]) => perCpu(m))) ?? 0) / (median(kept.map(([, other]) => perCpu(other))) ?? 1);
-  const rounds = steady ? `, ${kept.length} rounds` : "";
-  return mid === null ? "—" : `${mid.toFixed(2)} (${Math.min(...perRound).toFixed(2)}–${Math.max(...perRound).toFixed(2)}${rounds}) [${ofMedians.toFixed(2)}]`;
+  const r = roundRatios(pairs, perCpu, steady);
+  const rounds = steady ? `, ${r.rounds} rounds` : "";
+  return r.median === null ? "—" : `${r.median.toFixed(2)} (${r.min?.toFixed(2)}–${r.max?.toFixed(2)}${rounds}) [${r.ofMedians?.toFixed(2)}]`;
 };
 const pairs = PAIRS.map(([a, b]) => [SHAPES[a - 1], SHAPES[b - 1]] as const).filter(([a, b]) => a && b && shapes.includes(a) && shapes.includes(b));
 if (pairs.length > 0) {

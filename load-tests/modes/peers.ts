@@ -9,10 +9,10 @@ import { builtServers, type Build } from "../lib/build.js";
 import { killAllChildren as killAll } from "../../harness/child.js";
 import { LoadClient } from "../lib/load-client.js";
 import { choosePinning, describeMachine, type Pinning } from "../lib/machine.js";
-import { formatMachine, formatRatios, formatTables, writeResults } from "../lib/report.js";
+import { formatMachine, formatRatios, formatRound, formatTables, writeResults } from "../lib/report.js";
 import { coldStart, startServer, type LaunchSpec } from "../lib/server.js";
 import { measureIdleRss, runSession } from "../lib/session.js";
-import { fillRatios, median, pairRatio, roundOrder, SAME_SPEED, summarise } from "../lib/stats.js";
+import { fillRatios, median, pairRatio, roundOrder, SAME_SPEED, summarise, type PairRatio } from "../lib/stats.js";
 import type { RunRecord, TargetInfo } from "../lib/types.js";
 import { runSideBySide } from "../lib/side-by-side.js";
 import { checkCounts, describeCounts } from "../lib/work.js";
@@ -138,10 +138,7 @@ async function runSequential(
             loud(`"${target}" answers differently from the others: ${warning}`);
           }
         }
-        const brief = session.records
-          .map((r) => `${r.scenario} ${Math.round(r.reqPerSec)} req/s, ${r.reqPerCpuSec === null ? "-" : Math.round(r.reqPerCpuSec)} req/CPU-s`)
-          .join(" | ");
-        console.log(`  ${target.padEnd(15)} ${brief}`);
+        console.log(formatRound(target, session.records));
       } catch (error) {
         loud(`round ${round}: "${target}" run failed: ${error instanceof Error ? error.message : String(error)}`);
         info.warnings.push(`round ${round}: run failed`);
@@ -214,15 +211,16 @@ async function main(): Promise<void> {
   const targets = [...infos.values()];
   console.log(`\n${formatMachine(machine)}\nmedians over ${config.rounds} round(s); "vs h3" = req/CPU-s divided by bare h3's in the same round\n`);
   console.log(formatTables(summary, targets));
-  const keelsonRatios = config.targets.includes("keelson")
-    ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s)))
-    : [];
+  // keelson ÷ every other target; over the steady rounds too when the run read the machine's speed.
+  const ofKeelson = (steady: boolean): PairRatio[] =>
+    config.targets.includes("keelson") && (!steady || config.sideBySide)
+      ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s, steady)))
+      : [];
+  const keelsonRatios = ofKeelson(false);
+  const keelsonSteadyRatios = ofKeelson(true);
   if (keelsonRatios.length > 0) {
     console.log(`\nkeelson's req/CPU-s ÷ each target's, per round: median (range) [ratio of the medians]\n${formatRatios(keelsonRatios, scenarioNames)}`);
   }
-  const keelsonSteadyRatios = config.sideBySide
-    ? config.targets.filter((t) => t !== "keelson").flatMap((other) => scenarioNames.map((s) => pairRatio(records, "keelson", other, s, true)))
-    : [];
   if (keelsonSteadyRatios.length > 0) {
     console.log(
       "\nthe same over the rounds whose two windows ran at one machine speed (the speed probe's readings before and after " +
