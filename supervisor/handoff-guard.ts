@@ -6,8 +6,19 @@ interface ConnectionHandle {
   readonly fd?: number;
 }
 
-/** The last worker each connection was handed to (a refused one is handed again, to another). */
-const handedTo = new Map<ConnectionHandle, Worker>();
+/**
+ * One worker's connections handed over and not yet known to be settled, in the order they were
+ * handed, with when (performance.now()). Two parallel arrays rather than a Map keyed by the handle:
+ * a Map asks V8 for each handle's identity hash and keeps a closed handle until it is swept, where
+ * these are compacted at every send, so a handle the worker has taken dies young.
+ */
+interface InFlight {
+  readonly handles: ConnectionHandle[];
+  readonly times: number[];
+}
+
+/** Every guarded worker's connections in flight: a refused connection is handed on to another worker. */
+const inFlight = new Set<InFlight>();
 
 /** Connections handed to any worker so far. */
 let handoffCount = 0;
@@ -51,46 +62,55 @@ export const NO_HANDOFFS: HandoffGuard = { lastHandoff: () => undefined, oldestP
  */
 export function guardHandoffs(worker: Worker): HandoffGuard {
   const child = worker.process;
-  const mine = new Map<ConnectionHandle, number>();
+  const mine: InFlight = { handles: [], times: [] };
   const send = child.send as unknown as (...args: unknown[]) => boolean;
-  let last: { at: number; count: number } | undefined;
+  // Two numbers rather than an object per send.
+  let lastAt = -1;
+  let lastCount = 0;
   const guard: HandoffGuard = {
-    lastHandoff: () => last === undefined ? undefined : { at: last.at, othersSince: handoffCount - last.count },
+    lastHandoff: () => lastAt < 0 ? undefined : { at: lastAt, othersSince: handoffCount - lastCount },
     oldestPending() {
+      compact(mine);
       let oldest: number | undefined;
-      for (const [handle, at] of mine) {
-        if (!isOpen(handle) || handedTo.get(handle) !== worker) forget(mine, handle);
-        else oldest = Math.min(oldest ?? at, at);
+      for (let i = 0; i < mine.handles.length; i++) {
+        const at = mine.times[i]!;
+        if (!handedOnLater(mine, mine.handles[i]!, at)) oldest = Math.min(oldest ?? at, at);
       }
       return oldest;
     },
   };
   if (typeof send !== "function") return guard;
+  inFlight.add(mine);
   // Fixed parameters rather than rest and apply: child_process's send reads a missing argument
   // and an undefined one alike, and this runs for every connection the primary hands over.
   child.send = function guardedSend(this: unknown, message: unknown, handle?: unknown, options?: unknown, callback?: unknown): boolean {
     if (isHandoff(message) && isConnection(handle)) {
-      // The acknowledged ones are swept once they add up, not on every send: one scan per
-      // SWEEP_AT handoffs keeps the map bounded all the same.
-      if (mine.size >= SWEEP_AT) for (const done of mine.keys()) if (!isOpen(done) || handedTo.get(done) !== worker) forget(mine, done);
+      // The round-robin handle gives a worker its next connection only once the last one was
+      // acknowledged (and closed) or refused (and handed on): what is settled goes now, and the
+      // arrays stay at the connections really in flight, one in practice.
+      if (mine.handles.length > 0) compact(mine);
       const at = performance.now();
-      mine.set(handle, at);
-      last = { at, count: ++handoffCount };
-      handedTo.set(handle, worker);
+      mine.handles.push(handle);
+      mine.times.push(at);
+      lastAt = at;
+      lastCount = ++handoffCount;
     }
     return send.call(this, message, handle, options, callback);
   } as typeof child.send;
   const release = () => {
-    for (const handle of mine.keys()) {
-      if (isOpen(handle) && handedTo.get(handle) === worker) {
+    inFlight.delete(mine);
+    for (let i = 0; i < mine.handles.length; i++) {
+      const handle = mine.handles[i]!;
+      if (isOpen(handle) && !handedOnLater(mine, handle, mine.times[i]!)) {
         try {
           handle.close();
         } catch {
           // Closed meanwhile: nothing to release.
         }
       }
-      forget(mine, handle);
     }
+    mine.handles.length = 0;
+    mine.times.length = 0;
   };
   child.once("exit", () => {
     // `connected` turns false when the channel's end has been read, so any acknowledgement the
@@ -108,15 +128,35 @@ export function guardHandoffs(worker: Worker): HandoffGuard {
   return guard;
 }
 
-/** How many handed connections a worker's map holds before a send sweeps out the acknowledged ones. */
-const SWEEP_AT = 64;
-
 /** How long after a worker's exit its IPC channel may take to reach its end. */
 const CHANNEL_WAIT_MS = 1000;
 
-function forget(mine: Map<ConnectionHandle, number>, handle: ConnectionHandle): void {
-  mine.delete(handle);
-  if (handedTo.get(handle) !== undefined && !isOpen(handle)) handedTo.delete(handle);
+/** Drops, in place, the connections that are closed: the worker took them (or they were released). */
+function compact(state: InFlight): void {
+  const { handles, times } = state;
+  let kept = 0;
+  for (let i = 0; i < handles.length; i++) {
+    const handle = handles[i]!;
+    if (!isOpen(handle)) continue;
+    handles[kept] = handle;
+    times[kept++] = times[i]!;
+  }
+  handles.length = kept;
+  times.length = kept;
+}
+
+/**
+ * Whether `handle`, handed to `state`'s worker at `at`, was handed to another worker since: the
+ * worker refused it (it was shutting down) and the round-robin handle passed it on. Only read
+ * off the request path: by the watchdog and when a worker is gone.
+ */
+function handedOnLater(state: InFlight, handle: ConnectionHandle, at: number): boolean {
+  for (const other of inFlight) {
+    if (other === state) continue;
+    const i = other.handles.lastIndexOf(handle);
+    if (i >= 0 && other.times[i]! >= at) return true;
+  }
+  return false;
 }
 
 function isHandoff(message: unknown): boolean {

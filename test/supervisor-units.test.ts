@@ -1,4 +1,4 @@
-// The supervisor's pure parts in-process (options, command line, backoff, breaker), and the
+// The supervisor's pure parts in-process (options, command line, backoff, breaker, the handoff guard with fake workers), and the
 // CLI's usage paths as a process.
 import { spawnSync } from "node:child_process";
 import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
@@ -13,6 +13,9 @@ import { unknownCommand } from "../cli/verbs.js";
 import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
+import { guardHandoffs } from "../supervisor/handoff-guard.js";
+import { EventEmitter } from "node:events";
+import type { Worker } from "node:cluster";
 
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
@@ -211,6 +214,100 @@ async function relay(chunks: Array<string | Buffer>): Promise<{ steps: string[];
   }
   return { steps, final: await close() };
 }
+
+/** A connection handle as node:cluster's round-robin handle passes it: fd -1 once closed. */
+class FakeHandle {
+  fd = 7;
+  closes = 0;
+  close(): void {
+    this.fd = -1;
+    this.closes++;
+  }
+}
+
+/** A worker whose `process.send` records what the guard passes through; `exit()` ends it with its channel read. */
+function fakeWorker() {
+  const child = Object.assign(new EventEmitter(), {
+    connected: true,
+    sent: [] as unknown[],
+    send(message: unknown, handle?: unknown): boolean {
+      child.sent.push([message, handle]);
+      return true;
+    },
+  });
+  const worker = { process: child } as unknown as Worker;
+  const exit = () => {
+    child.connected = false;
+    child.emit("exit", 0, null);
+  };
+  return { worker, child, exit };
+}
+
+const NEWCONN = { cmd: "NODE_CLUSTER", act: "newconn", key: "k" };
+
+describe("handoff guard", () => {
+  it("passes every message on, and tracks only the connections handed over", () => {
+    const { worker, child } = fakeWorker();
+    const guard = guardHandoffs(worker);
+    const handle = new FakeHandle();
+    child.send({ cmd: "other" });
+    expect(guard.lastHandoff()).toBeUndefined();
+    child.send(NEWCONN, handle);
+    expect(child.sent).toEqual([[{ cmd: "other" }, undefined], [NEWCONN, handle]]);
+    expect(guard.oldestPending()).toBe(guard.lastHandoff()?.at);
+  });
+
+  it("forgets a connection once the worker took it (the handle closed), keeping only the ones in flight", () => {
+    const { worker, child, exit } = fakeWorker();
+    const guard = guardHandoffs(worker);
+    const handles = Array.from({ length: 200 }, () => new FakeHandle());
+    for (const handle of handles) {
+      child.send(NEWCONN, handle);
+      handle.close(); // acknowledged: the round-robin handle closes its copy
+    }
+    expect(guard.oldestPending()).toBeUndefined();
+    const waiting = new FakeHandle();
+    child.send(NEWCONN, waiting);
+    const at = guard.lastHandoff()?.at;
+    expect(guard.oldestPending()).toBe(at);
+    exit();
+    expect(waiting.closes).toBe(1);
+    expect(handles.every((handle) => handle.closes === 1)).toBe(true);
+  });
+
+  it("at the worker's exit closes what it never took, but not a connection it refused that went to another worker", () => {
+    const a = fakeWorker();
+    const b = fakeWorker();
+    const guardA = guardHandoffs(a.worker);
+    const guardB = guardHandoffs(b.worker);
+    const refused = new FakeHandle();
+    const neverTaken = new FakeHandle();
+    a.child.send(NEWCONN, refused);
+    // A refuses it (shutting down); the round-robin handle hands it to B, which has not answered yet.
+    b.child.send(NEWCONN, refused);
+    a.child.send(NEWCONN, neverTaken);
+    expect(guardA.oldestPending()).toBe(guardA.lastHandoff()?.at);
+    expect(guardB.oldestPending()).toBe(guardB.lastHandoff()?.at);
+    expect(guardB.lastHandoff()?.othersSince).toBe(1);
+    a.exit();
+    expect(neverTaken.closes).toBe(1);
+    expect(refused.closes).toBe(0);
+    b.exit();
+    expect(refused.closes).toBe(1);
+  });
+
+  it("waits for the channel's end after the exit before it releases (acknowledgements still unread)", async () => {
+    const { worker, child } = fakeWorker();
+    guardHandoffs(worker);
+    const taken = new FakeHandle();
+    child.send(NEWCONN, taken);
+    child.emit("exit", 0, null); // channel still connected: its last words may hold the acknowledgement
+    taken.close();
+    child.connected = false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(taken.closes).toBe(1);
+  });
+});
 
 describe("relayOutput", () => {
   it("passes on complete lines only, holding a partial line until its newline arrives", async () => {
