@@ -1,6 +1,8 @@
 // The supervisor's pure parts in-process (options, command line, backoff, breaker, the handoff guard with fake workers), and the
 // CLI's usage paths as a process.
 import { spawnSync } from "node:child_process";
+import type { Worker } from "node:cluster";
+import { EventEmitter } from "node:events";
 import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,8 +16,6 @@ import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
 import { guardHandoffs } from "../supervisor/handoff-guard.js";
-import { EventEmitter } from "node:events";
-import type { Worker } from "node:cluster";
 
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
