@@ -95,9 +95,18 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
     if (file !== undefined) ingest(file.read());
     return text;
   };
+  let exitEvent: string | undefined;
+  // When the test first signalled it (tests call `child.kill` on the ChildProcess itself).
+  let signalledAt: number | undefined;
+  const sendSignal = child.kill.bind(child);
+  child.kill = (sig?: NodeJS.Signals | number) => {
+    signalledAt ??= performance.now();
+    return sendSignal(sig);
+  };
   const exited = new Promise<Exit>((resolve) => {
     child.once("exit", (code, signal) => {
       const at = performance.now();
+      exitEvent = `code ${code}, signal ${signal}`;
       const done = (): void => {
         read();
         if (partial !== "") ingest("\n");
@@ -170,9 +179,34 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
     },
   };
   // A group leader that already exited can leave workers behind: kill the group anyway.
-  const killHard = (): void => kill("SIGKILL", { all: true });
+  const killHard = (): void => {
+    // Signalled by its test seconds ago and still not settled: say where it was stuck, so that a test
+    // that timed out waiting for `exited` tells a hung child from an exit whose pipes never closed.
+    // (A test that signals and moves on is cleaned up within moments: not reported.)
+    if (signalledAt !== undefined && !ended && performance.now() - signalledAt > UNSETTLED_AFTER_MS) reportUnsettled(child, exitEvent, tail(read()));
+    kill("SIGKILL", { all: true });
+  };
   live.add(killHard);
   return handle;
+}
+
+/** How long after its first signal a child still running at the cleanup is reported. */
+const UNSETTLED_AFTER_MS = 5_000;
+
+/** One stderr line per signalled child that had not settled by the cleanup, with its threads' kernel wait channels on Linux. */
+function reportUnsettled(child: ChildProcess, exitEvent: string | undefined, output: string): void {
+  let threads = "";
+  try {
+    const dir = `/proc/${child.pid}/task`;
+    threads = fs.readdirSync(dir).map((tid) => {
+      const read = (name: string) => fs.readFileSync(path.join(dir, tid, name), "utf8").trim();
+      return `${read("comm")}:${read("wchan")}`;
+    }).join(" ");
+  } catch {
+    // Gone, or not Linux.
+  }
+  const state = exitEvent === undefined ? `no exit event, threads ${threads || "unknown"}` : `exit event seen (${exitEvent}), its pipes never closed`;
+  process.stderr.write(`harness: pid ${child.pid} was signalled and had not settled at the cleanup: ${state}; output:\n${output}\n`);
 }
 
 /**
