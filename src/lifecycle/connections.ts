@@ -32,7 +32,14 @@ export interface Abandoned {
  * sent a request, or is still sending one, as busy: one such socket held the drain until the deadline.
  */
 export class Connections {
-  readonly #sockets = new Set<Socket>();
+  /**
+   * Open connections by slot (undefined: free), and the free slots. Not a Set: V8 keeps a Set that
+   * lives as long as the server in the old generation, and with an entry added and deleted for
+   * every connection, its young-generation collections kept the objects of connections long closed
+   * alive and moved them to the old generation, a whole connection's objects each time.
+   */
+  readonly #slots: Array<Socket | undefined> = [];
+  readonly #free: number[] = [];
   /** Bytes each connection had read at the last look: one still receiving may be sending a request. */
   readonly #bytesSeen = new WeakMap<Socket, number>();
   /** Connections accepted since the start: a worker's share of the balancer's work. */
@@ -42,23 +49,29 @@ export class Connections {
   constructor(server: NodeServer, upgrades = false) {
     // Only then: an 'upgrade' listener makes node hand every upgrade request to it instead of serving it as a request.
     if (upgrades) server.on("upgrade", (_request: IncomingMessage, socket: Socket) => ((socket as TrackedSocket)[UPGRADED] = true));
-    const sockets = this.#sockets;
-    // One listener for every socket, the socket being `this`: a closure per connection, or `once`
-    // (a wrapper object and a bound function per connection, and its removal at the close), is
-    // work on every connection for an event that comes once per socket anyway.
-    function forget(this: Socket): void {
-      sockets.delete(this);
-    }
+    const slots = this.#slots;
+    const free = this.#free;
     server.on("connection", (socket: Socket) => {
       this.accepted++;
-      sockets.add(socket);
-      socket.on("close", forget);
+      const slot = free.pop() ?? slots.length;
+      slots[slot] = socket;
+      // The slot is the closure's: a socket carries no property of keelson's (one added to every
+      // socket changes its shape on every connection).
+      socket.on("close", () => {
+        // closeIdle() or destroyAll() may have let the slot go already, and it may hold another socket now.
+        if (slots[slot] === socket) this.#release(slot);
+      });
     });
+  }
+
+  #release(slot: number): void {
+    this.#slots[slot] = undefined;
+    this.#free.push(slot);
   }
 
   /** Notes what each connection has read so far (at drain start), for `closeIdle()` to compare. */
   mark(): void {
-    for (const socket of this.#sockets) this.#bytesSeen.set(socket, socket.bytesRead);
+    for (const socket of this.#slots) if (socket !== undefined) this.#bytesSeen.set(socket, socket.bytesRead);
   }
 
   /**
@@ -68,14 +81,16 @@ export class Connections {
    */
   closeIdle(): number {
     let closed = 0;
-    for (const socket of this.#sockets) {
-      if ((socket as TrackedSocket)[HTTP_MESSAGE] || (socket as TrackedSocket)[UPGRADED]) continue;
+    const slots = this.#slots;
+    for (let slot = 0; slot < slots.length; slot++) {
+      const socket = slots[slot];
+      if (socket === undefined || (socket as TrackedSocket)[HTTP_MESSAGE] || (socket as TrackedSocket)[UPGRADED]) continue;
       const read = socket.bytesRead;
       const seen = this.#bytesSeen.get(socket);
       this.#bytesSeen.set(socket, read);
       if (seen !== undefined && read !== seen) continue;
       socket.destroy();
-      this.#sockets.delete(socket);
+      this.#release(slot);
       closed++;
     }
     return closed;
@@ -87,7 +102,8 @@ export class Connections {
    */
   inFlight(): Abandoned {
     const counts: Abandoned = { writing: 0, running: 0 };
-    for (const socket of this.#sockets) {
+    for (const socket of this.#slots) {
+      if (socket === undefined) continue;
       const response = (socket as TrackedSocket)[HTTP_MESSAGE];
       if (response?.headersSent) counts.writing++;
       else if (response) counts.running++;
@@ -98,8 +114,9 @@ export class Connections {
   /** Destroys every connection left; returns what their requests were doing. */
   destroyAll(): Abandoned {
     const abandoned = this.inFlight();
-    for (const socket of this.#sockets) socket.destroy();
-    this.#sockets.clear();
+    for (const socket of this.#slots) socket?.destroy();
+    this.#slots.length = 0;
+    this.#free.length = 0;
     return abandoned;
   }
 
