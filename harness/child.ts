@@ -96,11 +96,12 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
     return text;
   };
   let exitEvent: string | undefined;
-  // When the test first signalled it (tests call `child.kill` on the ChildProcess itself).
+  // When the test first asked it to end (tests call `child.kill` on the ChildProcess itself); a
+  // SIGSTOP, SIGCONT or SIGHUP asks for no end (a stalled reader, a reload).
   let signalledAt: number | undefined;
   const sendSignal = child.kill.bind(child);
   child.kill = (sig?: NodeJS.Signals | number) => {
-    signalledAt ??= performance.now();
+    if (sig === undefined || ENDING_SIGNALS.has(sig)) signalledAt ??= performance.now();
     return sendSignal(sig);
   };
   const exited = new Promise<Exit>((resolve) => {
@@ -189,6 +190,9 @@ export function spawnChild(argv: string[], options: ChildOptions = {}): Child {
   live.add(killHard);
   return handle;
 }
+
+/** The signals after which a child is expected to end by itself soon. */
+const ENDING_SIGNALS = new Set<NodeJS.Signals | number>(["SIGTERM", "SIGINT", "SIGQUIT", "SIGKILL"]);
 
 /** How long after its first signal a child still running at the cleanup is reported. */
 const UNSETTLED_AFTER_MS = 5_000;
