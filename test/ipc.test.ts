@@ -61,6 +61,42 @@ describe("IPC: integrations register their own message types", () => {
     await expect(pending).rejects.toThrow("IPC channel closed");
   });
 
+  it("answers each of many requests waiting at once with its own reply, whatever the order of the replies", async () => {
+    const [worker, primary] = pipePair();
+    const workerSide = new Channel(worker);
+    const primarySide = new Channel<Record<string, never>, Record<string, never>>(primary);
+    // Replies in reverse order of arrival, in batches, so that slots free up out of order and get reused.
+    let held: Array<() => void> = [];
+    workerSide.handle(ping, ({ n }) => new Promise((resolve) => {
+      held.push(() => resolve({ doubled: n * 2 }));
+      if (held.length === 25) {
+        const batch = held.reverse();
+        held = [];
+        for (const release of batch) release();
+      }
+    }));
+    for (let round = 0; round < 4; round++) {
+      const ns = Array.from({ length: 100 }, (_, i) => round * 100 + i);
+      expect(await Promise.all(ns.map((n) => primarySide.request(ping, { n }, 5000)))).toEqual(ns.map((n) => ({ doubled: n * 2 })));
+    }
+  });
+
+  it("drops a reply that comes after its request timed out, even when a newer request waits in its place", async () => {
+    const [worker, primary] = pipePair();
+    // No channel on the worker's side: the test answers by hand, late.
+    const asked: number[] = [];
+    worker.on("message", (message) => asked.push((message as Envelope).id as number));
+    const primarySide = new Channel<Record<string, never>, Record<string, never>>(primary);
+    await expect(primarySide.request(ping, { n: 1 }, 10)).rejects.toThrow("timed out after 10ms");
+    const newer = primarySide.request(ping, { n: 2 }, 2000);
+    while (asked.length < 2) await new Promise((resolve) => setImmediate(resolve));
+    const [timedOut, waiting] = asked as [number, number];
+    expect(waiting).not.toBe(timedOut);
+    worker.send({ keelson: 1, type: "test-ipc:ping", replyTo: timedOut, payload: { doubled: 2 } });
+    worker.send({ keelson: 1, type: "test-ipc:ping", replyTo: waiting, payload: { doubled: 4 } });
+    expect(await newer).toEqual({ doubled: 4 });
+  });
+
   it("names are <integration>:<name> and one name is one kind", () => {
     expect(() => defineIpcMessage("ready")).toThrow('IPC type "ready" must be "<integration>:<name>"');
     expect(() => defineIpcRequest("test-ipc:note")).toThrow('IPC type "test-ipc:note" is already registered as a message');

@@ -145,6 +145,19 @@ export function isEnvelope(message: unknown): message is Envelope {
 
 type Handler = (payload: unknown) => unknown;
 
+/** Requests one channel lets wait for a reply at once: an id is its slot (under this) plus a multiple of it. */
+const MAX_PENDING = 2 ** 20;
+/** Ids stay safe integers: MAX_PENDING × MAX_SEQUENCE is under 2⁵³. */
+const MAX_SEQUENCE = 2 ** 32;
+
+/** A request waiting for its reply. */
+interface Pending {
+  readonly id: number;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
 function typeName(type: string | { readonly name: string }): string {
   return typeof type === "string" ? type : type.name;
 }
@@ -157,8 +170,15 @@ export class Channel<Out extends object, In extends object> {
   readonly #endpoint: Endpoint;
   readonly #listeners = new Map<string, Set<Handler>>();
   readonly #handlers = new Map<string, Handler>();
-  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
-  #nextId = 1;
+  /**
+   * Requests waiting for their reply by slot, and the free slots; a request's id carries its slot.
+   * Not a Map keyed by the id: V8 keeps a long-lived Map in the old generation, and with an entry
+   * added and deleted for every request, its young-generation collections kept answered requests
+   * (their promises, and what awaits them) alive and moved them to the old generation.
+   */
+  readonly #pending: Array<Pending | undefined> = [];
+  readonly #free: number[] = [];
+  #sequence = 0;
   readonly #onMessage = (message: unknown) => this.#receive(message);
 
   constructor(endpoint: Endpoint) {
@@ -192,28 +212,46 @@ export class Channel<Out extends object, In extends object> {
   /** Asks the peer; rejects when it does not answer within `timeoutMs`, has no handler, or the channel closes. */
   request<P, R>(type: IpcRequestType<P, R>, payload: P, timeoutMs: number): Promise<R> {
     const name = type.name;
-    const id = this.#nextId++;
     return new Promise((resolve, reject) => {
+      const slot = this.#free.pop() ?? this.#pending.length;
+      if (slot >= MAX_PENDING) {
+        reject(new Error(`IPC request ${name} refused: ${MAX_PENDING} requests already wait for a reply`));
+        return;
+      }
+      // The slot plus a count that changes at every request: a reply that comes after its
+      // request timed out finds another id in that slot.
+      const id = this.#sequence * MAX_PENDING + slot + 1;
+      this.#sequence = (this.#sequence + 1) % MAX_SEQUENCE;
       const timer = setTimeout(() => {
-        this.#pending.delete(id);
+        this.#take(id);
         reject(new Error(`IPC request ${name} timed out after ${timeoutMs}ms`));
       }, timeoutMs);
-      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject, timer });
+      this.#pending[slot] = { id, resolve: resolve as (v: unknown) => void, reject, timer };
       if (!this.#post({ keelson: 1, type: name, id, payload })) {
         clearTimeout(timer);
-        this.#pending.delete(id);
+        this.#take(id);
         reject(new Error(`IPC request ${name} failed: channel closed`));
       }
     });
   }
 
+  /** The request `id` still waiting for its reply (undefined: answered, timed out or never sent), its slot freed. */
+  #take(id: number): Pending | undefined {
+    const slot = (id - 1) % MAX_PENDING;
+    const pending = this.#pending[slot];
+    if (pending === undefined || pending.id !== id) return undefined;
+    this.#pending[slot] = undefined;
+    this.#free.push(slot);
+    return pending;
+  }
+
   /** Stops listening and fails every pending request. */
   close(): void {
     this.#endpoint.off("message", this.#onMessage);
-    for (const [id, pending] of this.#pending) {
+    for (const pending of this.#pending) {
+      if (pending === undefined || this.#take(pending.id) === undefined) continue;
       clearTimeout(pending.timer);
       pending.reject(new Error("IPC channel closed"));
-      this.#pending.delete(id);
     }
   }
 
@@ -230,9 +268,8 @@ export class Channel<Out extends object, In extends object> {
   #receive(message: unknown): void {
     if (!isEnvelope(message)) return;
     if (message.replyTo !== undefined) {
-      const pending = this.#pending.get(message.replyTo);
+      const pending = typeof message.replyTo === "number" ? this.#take(message.replyTo) : undefined;
       if (!pending) return;
-      this.#pending.delete(message.replyTo);
       clearTimeout(pending.timer);
       if (message.error !== undefined) pending.reject(new Error(message.error));
       else pending.resolve(message.payload);
