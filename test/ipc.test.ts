@@ -70,7 +70,7 @@ describe("IPC: integrations register their own message types", () => {
     workerSide.handle(ping, ({ n }) => new Promise((resolve) => {
       held.push(() => resolve({ doubled: n * 2 }));
       if (held.length === 25) {
-        const batch = held.reverse();
+        const batch = held.toReversed();
         held = [];
         for (const release of batch) release();
       }
