@@ -17,8 +17,11 @@ class FakeSocket extends EventEmitter {
   bytesRead = 0;
   destroyed = false;
   [HTTP_MESSAGE]: { headersSent: boolean } | null | undefined = undefined;
+  /** A socket whose close event comes within destroy() itself, as a stand-in's could. */
+  closesAtOnce = false;
   destroy(): this {
     this.destroyed = true;
+    if (this.closesAtOnce) this.close();
     return this;
   }
   /** node's close event, which comes after destroy() (or the peer's end) on a later turn. */
@@ -82,6 +85,19 @@ describe("Connections", () => {
     expect(connections.inFlight()).toEqual({ running: 1, writing: 1 });
     expect(connections.destroyAll()).toEqual({ running: 1, writing: 1 });
     expect([next.destroyed, third.destroyed]).toEqual([true, true]);
+  });
+
+  it("frees a slot once when a socket closed by closeIdle() reports its close within destroy()", () => {
+    const { connections, connect } = tracker();
+    const idle = connect();
+    idle.closesAtOnce = true;
+    connections.mark();
+    expect(connections.closeIdle()).toBe(1);
+    // Two new connections must get two slots: a slot freed twice would put both in one.
+    const [first, second] = [connect(), connect()];
+    first[HTTP_MESSAGE] = { headersSent: false };
+    second[HTTP_MESSAGE] = { headersSent: true };
+    expect(connections.inFlight()).toEqual({ running: 1, writing: 1 });
   });
 
   it("reuses the slots of closed connections and destroys every open one at the end, whatever the order of closes", () => {

@@ -89,8 +89,9 @@ export class Connections {
       const seen = this.#bytesSeen.get(socket);
       this.#bytesSeen.set(socket, read);
       if (seen !== undefined && read !== seen) continue;
-      socket.destroy();
+      // Released first: a close event that came at once would find the slot still its own.
       this.#release(slot);
+      socket.destroy();
       closed++;
     }
     return closed;
