@@ -1,4 +1,5 @@
 import { errorMessage } from "../errors.js";
+import { Slots } from "../slots.js";
 /**
  * The one IPC protocol between the supervisor (primary) and its workers. Every message is an
  * envelope `{ keelson: 1, type, id?, replyTo?, payload }`; anything else on the channel (user
@@ -170,14 +171,8 @@ export class Channel<Out extends object, In extends object> {
   readonly #endpoint: Endpoint;
   readonly #listeners = new Map<string, Set<Handler>>();
   readonly #handlers = new Map<string, Handler>();
-  /**
-   * Requests waiting for their reply by slot, and the free slots; a request's id carries its slot.
-   * Not a Map keyed by the id: V8 keeps a long-lived Map in the old generation, and with an entry
-   * added and deleted for every request, its young-generation collections kept answered requests
-   * (their promises, and what awaits them) alive and moved them to the old generation.
-   */
-  readonly #pending: Array<Pending | undefined> = [];
-  readonly #free: number[] = [];
+  /** Requests waiting for their reply (not a Map keyed by the id: see Slots); a request's id carries its slot. */
+  readonly #pending = new Slots<Pending>();
   #sequence = 0;
   readonly #onMessage = (message: unknown) => this.#receive(message);
 
@@ -213,7 +208,7 @@ export class Channel<Out extends object, In extends object> {
   request<P, R>(type: IpcRequestType<P, R>, payload: P, timeoutMs: number): Promise<R> {
     const name = type.name;
     return new Promise((resolve, reject) => {
-      const slot = this.#free.pop() ?? this.#pending.length;
+      const slot = this.#pending.next;
       if (slot >= MAX_PENDING) {
         reject(new Error(`IPC request ${name} refused: ${MAX_PENDING} requests already wait for a reply`));
         return;
@@ -226,7 +221,7 @@ export class Channel<Out extends object, In extends object> {
         this.#take(id);
         reject(new Error(`IPC request ${name} timed out after ${timeoutMs}ms`));
       }, timeoutMs);
-      this.#pending[slot] = { id, resolve: resolve as (v: unknown) => void, reject, timer };
+      this.#pending.add({ id, resolve: resolve as (v: unknown) => void, reject, timer });
       if (!this.#post({ keelson: 1, type: name, id, payload })) {
         clearTimeout(timer);
         this.#take(id);
@@ -238,21 +233,21 @@ export class Channel<Out extends object, In extends object> {
   /** The request `id` still waiting for its reply (undefined: answered, timed out or never sent), its slot freed. */
   #take(id: number): Pending | undefined {
     const slot = (id - 1) % MAX_PENDING;
-    const pending = this.#pending[slot];
+    const pending = this.#pending.get(slot);
     if (pending === undefined || pending.id !== id) return undefined;
-    this.#pending[slot] = undefined;
-    this.#free.push(slot);
+    this.#pending.release(slot, pending);
     return pending;
   }
 
   /** Stops listening and fails every pending request. */
   close(): void {
     this.#endpoint.off("message", this.#onMessage);
-    for (const pending of this.#pending) {
-      if (pending === undefined || this.#take(pending.id) === undefined) continue;
-      clearTimeout(pending.timer);
-      pending.reject(new Error("IPC channel closed"));
-    }
+    const pending = this.#pending;
+    pending.forEach((request) => {
+      clearTimeout(request.timer);
+      request.reject(new Error("IPC channel closed"));
+    });
+    pending.clear();
   }
 
   #post(envelope: Envelope): boolean {

@@ -1,5 +1,6 @@
 import type { IncomingMessage, Server as NodeServer, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { Slots } from "../slots.js";
 
 /** Set on a socket upgraded to a WebSocket: its end is the close handshake's, not the idle sweep's. */
 const UPGRADED = Symbol("keelson.upgraded");
@@ -32,14 +33,8 @@ export interface Abandoned {
  * sent a request, or is still sending one, as busy: one such socket held the drain until the deadline.
  */
 export class Connections {
-  /**
-   * Open connections by slot (undefined: free), and the free slots. Not a Set: V8 keeps a Set that
-   * lives as long as the server in the old generation, and with an entry added and deleted for
-   * every connection, its young-generation collections kept the objects of connections long closed
-   * alive and moved them to the old generation, a whole connection's objects each time.
-   */
-  readonly #slots: Array<Socket | undefined> = [];
-  readonly #free: number[] = [];
+  /** Open connections (not a Set: see Slots). */
+  readonly #sockets = new Slots<Socket>();
   /** Bytes each connection had read at the last look: one still receiving may be sending a request. */
   readonly #bytesSeen = new WeakMap<Socket, number>();
   /** Connections accepted since the start: a worker's share of the balancer's work. */
@@ -49,29 +44,20 @@ export class Connections {
   constructor(server: NodeServer, upgrades = false) {
     // Only then: an 'upgrade' listener makes node hand every upgrade request to it instead of serving it as a request.
     if (upgrades) server.on("upgrade", (_request: IncomingMessage, socket: Socket) => ((socket as TrackedSocket)[UPGRADED] = true));
-    const slots = this.#slots;
-    const free = this.#free;
+    const sockets = this.#sockets;
     server.on("connection", (socket: Socket) => {
       this.accepted++;
-      const slot = free.pop() ?? slots.length;
-      slots[slot] = socket;
+      const slot = sockets.add(socket);
       // The slot is the closure's: a socket carries no property of keelson's (one added to every
-      // socket changes its shape on every connection).
-      socket.on("close", () => {
-        // closeIdle() or destroyAll() may have let the slot go already, and it may hold another socket now.
-        if (slots[slot] === socket) this.#release(slot);
-      });
+      // socket changes its shape on every connection). closeIdle() or destroyAll() may have let
+      // the slot go already, and it may hold another socket now: release() checks.
+      socket.on("close", () => sockets.release(slot, socket));
     });
-  }
-
-  #release(slot: number): void {
-    this.#slots[slot] = undefined;
-    this.#free.push(slot);
   }
 
   /** Notes what each connection has read so far (at drain start), for `closeIdle()` to compare. */
   mark(): void {
-    for (const socket of this.#slots) if (socket !== undefined) this.#bytesSeen.set(socket, socket.bytesRead);
+    this.#sockets.forEach((socket) => this.#bytesSeen.set(socket, socket.bytesRead));
   }
 
   /**
@@ -81,19 +67,17 @@ export class Connections {
    */
   closeIdle(): number {
     let closed = 0;
-    const slots = this.#slots;
-    for (let slot = 0; slot < slots.length; slot++) {
-      const socket = slots[slot];
-      if (socket === undefined || (socket as TrackedSocket)[HTTP_MESSAGE] || (socket as TrackedSocket)[UPGRADED]) continue;
+    this.#sockets.forEach((socket, slot) => {
+      if ((socket as TrackedSocket)[HTTP_MESSAGE] || (socket as TrackedSocket)[UPGRADED]) return;
       const read = socket.bytesRead;
       const seen = this.#bytesSeen.get(socket);
       this.#bytesSeen.set(socket, read);
-      if (seen !== undefined && read !== seen) continue;
+      if (seen !== undefined && read !== seen) return;
       // Released first: a close event that came at once would find the slot still its own.
-      this.#release(slot);
+      this.#sockets.release(slot, socket);
       socket.destroy();
       closed++;
-    }
+    });
     return closed;
   }
 
@@ -103,21 +87,19 @@ export class Connections {
    */
   inFlight(): Abandoned {
     const counts: Abandoned = { writing: 0, running: 0 };
-    for (const socket of this.#slots) {
-      if (socket === undefined) continue;
+    this.#sockets.forEach((socket) => {
       const response = (socket as TrackedSocket)[HTTP_MESSAGE];
       if (response?.headersSent) counts.writing++;
       else if (response) counts.running++;
-    }
+    });
     return counts;
   }
 
   /** Destroys every connection left; returns what their requests were doing. */
   destroyAll(): Abandoned {
     const abandoned = this.inFlight();
-    for (const socket of this.#slots) socket?.destroy();
-    this.#slots.length = 0;
-    this.#free.length = 0;
+    this.#sockets.forEach((socket) => socket.destroy());
+    this.#sockets.clear();
     return abandoned;
   }
 
