@@ -46,8 +46,35 @@ export type ForkSetup = (settings: ClusterSettings) => ForkWorker;
  * primary relays line by line (see output-relay.ts); the real ones stay open as fds 4 and 5 for a
  * worker whose primary is gone (KEELSON_LOG_FDS).
  */
-export function forkSettings({ entry, args, execArgv }: Pick<ResolvedSupervisorOptions, "entry" | "args" | "execArgv">): ClusterSettings {
-  return { exec: entryPath(entry), args, execArgv: [...execArgv, `--import=${PRELOAD}`], stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2] };
+export function forkSettings(options: Pick<ResolvedSupervisorOptions, "entry" | "args" | "execArgv" | "balancer" | "env">): ClusterSettings {
+  const { entry, args, execArgv } = options;
+  return {
+    exec: entryPath(entry), args, execArgv: [...execArgv, ...youngGenerationCap(options), `--import=${PRELOAD}`],
+    stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
+  };
+}
+
+/** The young generation's cap for round-robin workers, in MiB per semi-space (see youngGenerationCap). */
+export const ROUND_ROBIN_SEMI_SPACE_MB = 16;
+
+/** A Node option that already sizes V8's young generation: the user's own choice, kept as it is. */
+const YOUNG_GENERATION_OPTION = /--(?:max|min)[-_]semi[-_]space[-_]size|--max[-_]young[-_]generation[-_]size|--semi[-_]space[-_]growth[-_]factor/;
+
+/**
+ * `--max-semi-space-size=16` for a round-robin worker whose Node options do not size the young
+ * generation themselves. A round-robin worker receives every connection as a handle over IPC, and
+ * Node's path for a passed handle keeps each connection's objects alive across a scavenge or two;
+ * V8 reads that survival as a reason to grow the young generation past the size a bare h3 worker
+ * settles at, and the larger one made the worker dearer per connection, not cheaper
+ * (BENCHMARKS.md, "The round-robin workers' young generation"). A one-process server and a
+ * reuseport worker showed no such difference and keep V8's default. The user's own setting, in
+ * the workers' `execArgv` or `NODE_OPTIONS`, wins.
+ */
+function youngGenerationCap({ balancer, execArgv, env }: Pick<ResolvedSupervisorOptions, "balancer" | "execArgv" | "env">): string[] {
+  if (balancer !== "round-robin") return [];
+  const nodeOptions = env.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? "";
+  if (execArgv.some((arg) => YOUNG_GENERATION_OPTION.test(arg)) || YOUNG_GENERATION_OPTION.test(nodeOptions)) return [];
+  return [`--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`];
 }
 
 /** The environment of worker `id` on top of the primary's: what the worker's App and its link read. */

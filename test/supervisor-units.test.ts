@@ -16,6 +16,7 @@ import { defaultControlSocket } from "../supervisor/control-path.js";
 import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
 import { guardHandoffs } from "../supervisor/handoff-guard.js";
+import { forkSettings, ROUND_ROBIN_SEMI_SPACE_MB } from "../supervisor/worker-process.js";
 
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
@@ -82,6 +83,42 @@ describe("supervisor options", () => {
     expect(resolveOptions({ entry: ENTRY, watchdogTimeout: 0 }).watchdogTimeout).toBe(0);
     expect(() => resolveOptions({ entry: ENTRY, metricsPort: -1 })).toThrow("metricsPort must be an integer from 0 to 65535, got -1");
     expect(resolveOptions({ entry: ENTRY, metricsPort: false }).metricsPort).toBe(false);
+  });
+});
+
+/** The workers' Node options for this balancer, these options and this extra environment. */
+const workerExecArgv = (balancer: "round-robin" | "reuseport", execArgv: string[], env: Record<string, string> = {}) =>
+  forkSettings({ entry: ENTRY, args: [], execArgv, balancer, env }).execArgv ?? [];
+
+describe("the workers' young generation", () => {
+  const CAP = `--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`;
+  const settings = workerExecArgv;
+
+  it("caps a round-robin worker's semi-spaces after the user's options and before the preload", () => {
+    const argv = settings("round-robin", ["--import", "tsx"]);
+    expect(argv.slice(0, 3)).toEqual(["--import", "tsx", CAP]);
+    expect(argv.at(-1)).toMatch(/^--import=file:.*worker-preload\.(ts|js)$/);
+  });
+
+  it("leaves a reuseport worker at V8's default", () => {
+    expect(settings("reuseport", []).some((arg) => arg.includes("semi-space"))).toBe(false);
+  });
+
+  it("keeps the user's own young-generation option, in execArgv or in NODE_OPTIONS, whatever its spelling", () => {
+    for (const own of ["--max-semi-space-size=64", "--max_semi_space_size=8", "--min-semi-space-size=4", "--max-young-generation-size=96"]) {
+      expect(settings("round-robin", [own])).not.toContain(CAP);
+      expect(settings("round-robin", [], { NODE_OPTIONS: `--enable-source-maps ${own}` })).not.toContain(CAP);
+    }
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = "--max-semi-space-size=32";
+    try {
+      expect(settings("round-robin", [])).not.toContain(CAP);
+      // The workers' own environment is what they start with: it overrides the primary's.
+      expect(settings("round-robin", [], { NODE_OPTIONS: "--enable-source-maps" })).toContain(CAP);
+    } finally {
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
+    }
   });
 });
 

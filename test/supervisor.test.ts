@@ -41,6 +41,12 @@ describe("supervisor: start and stop", () => {
     const ready = readyWorkers(run);
     expect(ready.map((w) => w.pid).toSorted()).toEqual([...seen.values()].toSorted());
     expect(run.lines(/worker \d \(pid \d+\) starting$/)).toHaveLength(2);
+    if (process.platform === "linux") {
+      // Round-robin workers run with the young generation capped (worker-process.ts); Node accepted the option.
+      for (const { pid } of ready) {
+        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain("--max-semi-space-size=16");
+      }
+    }
     process.kill(run.pid, "SIGTERM");
     expect(await run.exited).toEqual({ code: 0, signal: null });
   });
