@@ -87,12 +87,11 @@ describe("supervisor options", () => {
 });
 
 /** The workers' Node options for this balancer, these options and this extra environment. */
-const workerExecArgv = (balancer: "round-robin" | "reuseport", execArgv: string[], env: Record<string, string> = {}) =>
+const settings = (balancer: "round-robin" | "reuseport", execArgv: string[], env: Record<string, string> = {}) =>
   forkSettings({ entry: ENTRY, args: [], execArgv, balancer, env }).execArgv ?? [];
 
 describe("the workers' young generation", () => {
   const CAP = `--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`;
-  const settings = workerExecArgv;
 
   it("caps a round-robin worker's semi-spaces after the user's options and before the preload", () => {
     const argv = settings("round-robin", ["--import", "tsx"]);

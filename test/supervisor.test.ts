@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { alive, get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { ROUND_ROBIN_SEMI_SPACE_MB } from "../supervisor/worker-process.js";
 
 const ALL_READY = /worker\(s\) ready in \d+ms/;
 
@@ -44,7 +45,7 @@ describe("supervisor: start and stop", () => {
     if (process.platform === "linux") {
       // Round-robin workers run with the young generation capped (worker-process.ts); Node accepted the option.
       for (const { pid } of ready) {
-        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain("--max-semi-space-size=16");
+        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain(`--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`);
       }
     }
     process.kill(run.pid, "SIGTERM");
