@@ -49,7 +49,7 @@ export type ForkSetup = (settings: ClusterSettings) => ForkWorker;
 export function forkSettings(options: Pick<ResolvedSupervisorOptions, "entry" | "args" | "execArgv" | "balancer" | "env">): ClusterSettings {
   const { entry, args, execArgv } = options;
   return {
-    exec: entryPath(entry), args, execArgv: [...execArgv, ...youngGenerationCap(options), `--import=${PRELOAD}`],
+    exec: entryPath(entry), args, execArgv: [...execArgv, ...youngGenerationCap(options), ...pretenuringOff(options), `--import=${PRELOAD}`],
     stdio: ["inherit", "pipe", "pipe", "ipc", 1, 2],
   };
 }
@@ -59,6 +59,20 @@ export const ROUND_ROBIN_SEMI_SPACE_MB = 16;
 
 /** A Node option that already sizes V8's young generation: the user's own choice, kept as it is. */
 const YOUNG_GENERATION_OPTION = /--(?:max|min)[-_]semi[-_]space[-_]size|--max[-_]young[-_]generation[-_]size|--semi[-_]space[-_]growth[-_]factor/;
+
+/** A Node option that already decides V8's allocation-site pretenuring, either way. */
+const PRETENURING_OPTION = /--(?:no[-_])?allocation[-_]site[-_]pretenuring/;
+
+type WorkerNodeOptions = Pick<ResolvedSupervisorOptions, "balancer" | "execArgv" | "env">;
+
+/**
+ * Whether the workers' own Node options, in their `execArgv` or in the `NODE_OPTIONS` they start
+ * with (theirs, else the primary's), already set what `option` matches.
+ */
+function userSets(option: RegExp, { execArgv, env }: WorkerNodeOptions): boolean {
+  const nodeOptions = env.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? "";
+  return execArgv.some((arg) => option.test(arg)) || option.test(nodeOptions);
+}
 
 /**
  * `--max-semi-space-size=16` for a round-robin worker whose Node options do not size the young
@@ -70,11 +84,24 @@ const YOUNG_GENERATION_OPTION = /--(?:max|min)[-_]semi[-_]space[-_]size|--max[-_
  * reuseport worker showed no such difference and keep V8's default. The user's own setting, in
  * the workers' `execArgv` or `NODE_OPTIONS`, wins.
  */
-function youngGenerationCap({ balancer, execArgv, env }: Pick<ResolvedSupervisorOptions, "balancer" | "execArgv" | "env">): string[] {
-  if (balancer !== "round-robin") return [];
-  const nodeOptions = env.NODE_OPTIONS ?? process.env.NODE_OPTIONS ?? "";
-  if (execArgv.some((arg) => YOUNG_GENERATION_OPTION.test(arg)) || YOUNG_GENERATION_OPTION.test(nodeOptions)) return [];
+function youngGenerationCap(options: WorkerNodeOptions): string[] {
+  if (options.balancer !== "round-robin" || userSets(YOUNG_GENERATION_OPTION, options)) return [];
   return [`--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`];
+}
+
+/**
+ * `--no-allocation-site-pretenuring` for every worker whose Node options do not decide it. While a
+ * worker warms up, some connections live long enough to be promoted to the old generation; a
+ * closed one there is garbage only a full collection finds, and until then it keeps what it points
+ * to alive through every scavenge, to be promoted in turn. V8's pretenuring can read that survival
+ * as a reason to allocate the state node:http makes for each connection (a literal with two arrays)
+ * straight in the old generation, and from then on scavenges promote connection after connection
+ * and full collections never end it. It is decided once per process, at random (bare node:cluster
+ * workers hit it too); without pretenuring the first full collection ends it (BENCHMARKS.md,
+ * "Connection state pretenured in the workers"). The user's own setting wins.
+ */
+function pretenuringOff(options: WorkerNodeOptions): string[] {
+  return userSets(PRETENURING_OPTION, options) ? [] : ["--no-allocation-site-pretenuring"];
 }
 
 /** The environment of worker `id` on top of the primary's: what the worker's App and its link read. */

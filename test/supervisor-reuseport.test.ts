@@ -2,6 +2,7 @@
 // net.ipv4.tcp_migrate_req=1 (the mode refuses to start without it): each worker owns a listener
 // and the primary none, a rolling reload under a connection-per-request load fails no request, a
 // port another program holds is refused, a blocked worker is still replaced.
+import { readFileSync } from "node:fs";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { spawnChild } from "../harness/child.js";
 import { sendControl } from "../supervisor/control-socket.js";
@@ -49,6 +50,12 @@ describe.skipIf(ns === undefined)("supervisor: the reuseport balancer", () => {
     const listeners = listenersOn(PORT, [sup.pid, ...first]);
     expect(listeners).toHaveLength(2);
     expect(listeners.map((l) => l.owners).toSorted()).toEqual(first.map((pid) => [pid]).toSorted());
+    // Reuseport workers run without allocation-site pretenuring and at V8's default young generation (worker-process.ts).
+    for (const pid of first) {
+      const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+      expect(argv).toContain("--no-allocation-site-pretenuring");
+      expect(argv.some((arg) => arg.includes("semi-space"))).toBe(false);
+    }
 
     const load = await closeLoad();
     const from = sup.output().length;

@@ -121,6 +121,28 @@ describe("the workers' young generation", () => {
   });
 });
 
+describe("the workers' allocation-site pretenuring", () => {
+  const OFF = "--no-allocation-site-pretenuring";
+
+  it("turns it off for a worker of either balancer, after the user's options and before the preload", () => {
+    for (const balancer of ["round-robin", "reuseport"] as const) {
+      const argv = settings(balancer, ["--import", "tsx"]);
+      expect(argv.filter((arg) => arg === OFF)).toHaveLength(1);
+      expect(argv.indexOf(OFF)).toBeGreaterThan(argv.indexOf("tsx"));
+      expect(argv.at(-1)).toMatch(/^--import=file:.*worker-preload\.(ts|js)$/);
+    }
+  });
+
+  it("keeps the user's own choice, either way and in any spelling, in execArgv or in NODE_OPTIONS", () => {
+    for (const own of ["--allocation-site-pretenuring", "--no-allocation-site-pretenuring", "--no_allocation_site_pretenuring"]) {
+      expect(settings("round-robin", [own]).filter((arg) => arg.includes("pretenuring"))).toEqual([own]);
+      expect(settings("reuseport", [], { NODE_OPTIONS: `--enable-source-maps ${own}` })).not.toContain(OFF);
+    }
+    // The two choices are made apart: sizing the young generation leaves this one to keelson.
+    expect(settings("round-robin", ["--max-semi-space-size=64"])).toContain(OFF);
+  });
+});
+
 describe("supervisor command line", () => {
   it("parses start with every flag and passes arguments after -- to the entry", () => {
     const cli = parseStart([ENTRY, "-w", "3", "--port", "8080", "--ready-timeout", "5000", "--watchdog-timeout", "0",

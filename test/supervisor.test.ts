@@ -43,9 +43,12 @@ describe("supervisor: start and stop", () => {
     expect(ready.map((w) => w.pid).toSorted()).toEqual([...seen.values()].toSorted());
     expect(run.lines(/worker \d \(pid \d+\) starting$/)).toHaveLength(2);
     if (process.platform === "linux") {
-      // Round-robin workers run with the young generation capped (worker-process.ts); Node accepted the option.
+      // Round-robin workers run with the young generation capped and without allocation-site pretenuring
+      // (worker-process.ts); Node accepted both options, or the workers would not have served.
       for (const { pid } of ready) {
-        expect(readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0")).toContain(`--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`);
+        const argv = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+        expect(argv).toContain(`--max-semi-space-size=${ROUND_ROBIN_SEMI_SPACE_MB}`);
+        expect(argv).toContain("--no-allocation-site-pretenuring");
       }
     }
     process.kill(run.pid, "SIGTERM");
