@@ -80,9 +80,10 @@ function userSets(option: RegExp, { execArgv, env }: WorkerNodeOptions): boolean
  * Node's path for a passed handle keeps each connection's objects alive across a scavenge or two;
  * V8 reads that survival as a reason to grow the young generation past the size a bare h3 worker
  * settles at, and the larger one made the worker dearer per connection, not cheaper
- * (BENCHMARKS.md, "The round-robin workers' young generation"). A one-process server and a
- * reuseport worker showed no such difference and keep V8's default. The user's own setting, in
- * the workers' `execArgv` or `NODE_OPTIONS`, wins.
+ * (BENCHMARKS.md, "The round-robin workers' young generation"). Part of that survival was the
+ * pretenured connection state pretenuringOff() prevents; uncapped workers still grew without it. A
+ * one-process server and a reuseport worker showed no such difference and keep V8's default. The
+ * user's own setting, in the workers' `execArgv` or `NODE_OPTIONS`, wins.
  */
 function youngGenerationCap(options: WorkerNodeOptions): string[] {
   if (options.balancer !== "round-robin" || userSets(YOUNG_GENERATION_OPTION, options)) return [];
