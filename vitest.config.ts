@@ -6,7 +6,7 @@ import { defineConfig } from "vitest/config";
 // The checks of the repository's own tooling (Dockerfile, Kubernetes manifests, Makefile, Node pinning,
 // the package, `keelson new`'s templates) are the files of test/tooling/, whatever they start.
 const socket = [
-  "app", "auth", "body", "compress", "cookies", "websockets", "forms", "h3-compat*", "integrations", "jobs", "metrics", "rate-limit-ipv6", "request-id", "request-logger", "response-schema", "security-headers",
+  "app", "auth", "body", "compress", "cookies", "websockets", "forms", "h3-compat*", "integrations", "jobs", "metrics", "node-lane", "rate-limit-ipv6", "request-id", "request-logger", "response-schema", "security-headers",
   "status-line", "tracing", "validation",
 ];
 const process = [

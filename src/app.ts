@@ -324,7 +324,7 @@ export class App implements Router {
       if (!this.#lifecycle.shutdownStarted) {
         // Listening is the last step before ready: in the reuseport mode the kernel sends a worker
         // connections from its bind on, so nothing may come between the two.
-        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host, listensWithReusePort());
+        const url = await this.#lifecycle.start(this.fetch, this.config.port, this.config.host, listensWithReusePort(), this.#pipeline);
         this.logger.info("%s listening on %s (%s)", this.config.serviceName, url, this.config.env);
         this.#sweepUploads();
         if (!this.#lifecycle.shutdownStarted) await this.#startSchedulers();

@@ -1,8 +1,10 @@
 // The module's binding, not the global: node defines globalThis.performance as an accessor, which
 // optimised code reads through an inline cache on every request.
 import { performance } from "node:perf_hooks";
-import { H3, type H3Config, type H3RouteMeta, type H3Event, type H3EventContext, type HTTPError, type HTTPResponse, type Middleware } from "h3";
+import { H3, H3Event, HTTPError, toResponse, type H3Config, type H3RouteMeta, type H3EventContext, type HTTPResponse, type Middleware } from "h3";
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import { FastResponse, type ServerRequest } from "srvx";
+import { NodeRequest, sendNodeResponse } from "srvx/node";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
 import type { LoadShedder } from "./load-shed.js";
@@ -17,6 +19,8 @@ import { RequestState, logThreshold } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
 import { drainableEventStream, noteStreamedBody } from "./long-response.js";
+import { frozenHeaderList, JSONValueResponse } from "./results.js";
+import { StandardReasonResponse } from "./status-line.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
 export interface PipelineOptions {
@@ -95,7 +99,7 @@ export class RequestPipeline {
     this.#allow ??= buildAllowRouter(this.#routes);
   }
 
-  /** The web fetch handler (bound): what `listen()` serves and `app.fetch` is. */
+  /** The web fetch handler (bound): what `app.fetch` is, and what `listen()` serves through `serveNode`. */
   fetch(request: ServerRequest): Response | Promise<Response> {
     const shedder = this.#shedder;
     if (shedder !== undefined) {
@@ -104,6 +108,99 @@ export class RequestPipeline {
     }
     const response = this.engine.fetch(request);
     return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
+  }
+
+  /**
+   * node:http's request listener on keelson's own server, in place of srvx's (`fallback`, which
+   * answers what this does not take: a target that is not a path, as srvx checks it). It does what
+   * srvx's listener and `fetch` do, with h3's own steps for one request (its `fetch`: the event,
+   * `onRequest`, `handler`; then `toResponse`) taken one by one through its public API, except that
+   * a JSON answer (a plain value, json(), created()) is written to node's response here rather
+   * than made into a Response for srvx to take apart again. Every other answer (errors, streams,
+   * `onResponse`, HEAD, a status without a body, headers set on `event.res`) becomes the Response
+   * h3 makes of it, and srvx's `sendNodeResponse` writes it.
+   */
+  serveNode(req: IncomingMessage, res: ServerResponse, fallback: (req: IncomingMessage, res: ServerResponse) => void, waitUntil: ServerRequest["waitUntil"]): void {
+    const url = req.url;
+    if (url === undefined || url.charCodeAt(0) !== SLASH || !(res instanceof StandardReasonResponse)) {
+      fallback(req, res);
+      return;
+    }
+    try {
+      const request = new NodeRequest({ req, res }) as ServerRequest;
+      request.waitUntil = waitUntil;
+      const shedder = this.#shedder;
+      if (shedder !== undefined) {
+        const rejected = this.#shed(shedder, request);
+        if (rejected !== undefined) {
+          send(res, rejected);
+          return;
+        }
+      }
+      const engine = this.engine;
+      const config = engine.config;
+      const event = new H3Event(request, undefined, engine);
+      let value: unknown;
+      // As h3's fetch: a malformed URL and a throwing onRequest are answered as errors.
+      try {
+        if ((event as unknown as Record<symbol, unknown>)[MALFORMED_URL] === true && config.allowMalformedURL !== true) {
+          throw new HTTPError({ status: 400, message: "Bad Request" });
+        }
+        const hook = config.onRequest;
+        const hooked = hook === undefined ? undefined : hook(event);
+        value = hooked instanceof Promise ? hooked.then(() => engine.handler(event)) : engine.handler(event);
+      } catch (error) {
+        value = Promise.reject(error);
+      }
+      if (value instanceof Promise) {
+        const pending = value;
+        pending.then(
+          (resolved) => this.#respond(resolved, event, request, res),
+          () => send(res, this.#settle(toResponse(pending, event, config), request)),
+        );
+        return;
+      }
+      this.#respond(value, event, request, res);
+    } catch {
+      // What srvx does when its fetch throws: nothing here should, and the client still gets an answer.
+      failResponse(res);
+    }
+  }
+
+  #respond(value: unknown, event: H3Event, request: ServerRequest, res: StandardReasonResponse): void {
+    if (value instanceof JSONValueResponse && this.#writeJSON(value, event, request, res)) return;
+    send(res, this.#settle(toResponse(value, event, this.engine.config), request));
+  }
+
+  #settle(response: Response | Promise<Response>, request: ServerRequest): Response | Promise<Response> {
+    return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
+  }
+
+  /**
+   * Writes a JSON answer to node's response as srvx would write the FastResponse h3 makes of it
+   * (the same status, reason phrase, headers and body), after the request's line, observation and
+   * span. False, with nothing done, when h3 would make more of it than that: an `onResponse` hook,
+   * `event.res` touched (a status or headers set through it), `onDispose` callbacks, a HEAD
+   * request, a status without a body or out of range, headers beyond the shared JSON ones.
+   */
+  #writeJSON(value: JSONValueResponse, event: H3Event, request: ServerRequest, res: StandardReasonResponse): boolean {
+    const state = event.context.keelson;
+    const fields = event as unknown as Record<symbol, unknown>;
+    if (state === undefined || state.stream !== undefined || state.streamedBody || res.headersSent) return false;
+    if (fields[EVENT_RES] !== undefined || fields[EVENT_DISPOSE] !== undefined || this.engine.config.onResponse !== undefined) return false;
+    const status = value.status;
+    // A status without a reason phrase of node's own is written with an empty one (status-line.ts): h3's way.
+    if (typeof status !== "number" || STATUS_CODES[status] === undefined || status < 200 || status === 204 || status === 205 || status === 304) return false;
+    if (request.method === "HEAD") return false;
+    const list = frozenHeaderList(value.headers);
+    const body = value.body;
+    if (list === undefined || typeof body !== "string") return false;
+    this.inflight--;
+    if (this.#lifecycle.shuttingDown) setHeaderBeforeHead(res, "connection", "close");
+    this.#record(request.method, event, state, status);
+    res.writeHead(status, [...list, "content-length", String(Buffer.byteLength(body))]);
+    res.end(body);
+    return true;
   }
 
   /** A 503 when the process is saturated, before any routing or logging; /health's liveness is never shed. */
@@ -167,26 +264,41 @@ export class RequestPipeline {
         void state.stream.then((status) => this.#recordStream(request, state, status));
         return response;
       }
-      const durationMs = state === undefined ? 0 : performance.now() - state.start;
-      const route = context?.matchedRoute?.route;
-      const method = request.method;
+      if (state !== undefined) {
+        this.#record(request.method, state.event, state, response.status);
+        return response;
+      }
+      // h3 answered before onRequest ran: no event, no span; the id is made and echoed here.
       const status = response.status;
-      const traceId = state?.span.traceId ?? "";
-      const path = state === undefined ? new URL(request.url).pathname : state.event.url.pathname;
-      const requestId = state?.requestId ?? generateRequestId();
-      const idempotency = state?.idempotency;
-      this.#logger.request({ method, path, status, durationMs, requestId, traceId: traceId === "" ? undefined : traceId, idempotency }, context?.matchedRoute?.meta?.keelsonLogRank);
-      this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
-      if (idempotency !== undefined) this.metrics?.observeIdempotency?.(route ?? UNMATCHED_ROUTE, idempotency);
-      // The no-op span (no tracer, or one with nothing to record) has nothing to end.
-      if (state !== undefined && state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
-      // onRequest put the id on the response; a request answered before onRequest gets it here.
-      if (state === undefined) this.#echoLate(request, response, requestId);
+      const requestId = generateRequestId();
+      const matched = context?.matchedRoute;
+      this.#logger.request({ method: request.method, path: new URL(request.url).pathname, status, durationMs: 0, requestId, traceId: undefined, idempotency: undefined }, matched?.meta?.keelsonLogRank);
+      this.metrics?.observeRequest(request.method, matched?.route ?? UNMATCHED_ROUTE, status, 0);
+      this.#echoLate(request, response, requestId);
     } catch (error) {
       // A collector or tracer that throws loses its own record; the response still goes out.
       console.error("keelson: recording the request failed:", error);
     }
     return response;
+  }
+
+  /** The request's one log line, one observation and the end of its server span; never throws. */
+  #record(method: string, event: H3Event, state: RequestState, status: number): void {
+    try {
+      const durationMs = performance.now() - state.start;
+      const matched = event.context.matchedRoute;
+      const route = matched?.route;
+      const traceId = state.span.traceId;
+      const idempotency = state.idempotency;
+      this.#logger.request({ method, path: event.url.pathname, status, durationMs, requestId: state.requestId, traceId: traceId === "" ? undefined : traceId, idempotency }, matched?.meta?.keelsonLogRank);
+      this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
+      if (idempotency !== undefined) this.metrics?.observeIdempotency?.(route ?? UNMATCHED_ROUTE, idempotency);
+      // The no-op span (no tracer, or one with nothing to record) has nothing to end.
+      if (state.span !== noopSpan) this.#services.tracer.endRequestSpan(state.span, { route, status, error: state.error });
+    } catch (error) {
+      // A collector or tracer that throws loses its own record; the response still goes out.
+      console.error("keelson: recording the request failed:", error);
+    }
   }
 
   /** The id for a response h3 made before onRequest ran: to the head not written yet, or onto the Response. */
@@ -364,4 +476,28 @@ interface DisposeState {
 }
 /** What h3's router answers when no route matched (`Symbol.for`: the same symbol in every copy of h3). */
 const NOT_FOUND = Symbol.for("h3.notFound");
+/** Where h3's event marks a URL it could not decode (its fetch answers 400 unless `allowMalformedURL`). */
+const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
+/** Where h3 keeps `event.res` once something touched it (see handler.ts's preparedStatus). */
+const EVENT_RES = Symbol.for("h3.internal.event.res");
+const SLASH = 0x2f;
+
+/** A Response (or the promise of one) written to node's response by srvx; never throws. */
+function send(res: ServerResponse, response: Response | Promise<Response>): void {
+  if (response instanceof Promise) {
+    response.then((resolved) => send(res, resolved), () => failResponse(res));
+    return;
+  }
+  sendNodeResponse(res, response).catch(() => failResponse(res));
+}
+
+/** srvx's answer when a response cannot be sent: an empty 500 while the head is not out, else the socket closed. */
+function failResponse(res: ServerResponse): void {
+  if (res.writableEnded) return;
+  if (res.headersSent) res.destroy();
+  else {
+    res.statusCode = 500;
+    res.end();
+  }
+}
 const OVERLOADED_BODY = JSON.stringify(createError("SERVICE_UNAVAILABLE", "the service is overloaded: retry later"));

@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server as NodeServer } from "node:http";
+import type { IncomingMessage, Server as NodeServer, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import { Server as NetServer } from "node:net";
 import { serve, type Server, type ServerHandler } from "srvx";
@@ -47,6 +47,11 @@ export interface LifecycleOptions {
   streams?: OpenStreams;
   /** Serves a WebSocket upgrade request (the server's `upgrade` event); without it, none is served. */
   upgrade?: (request: IncomingMessage, socket: Duplex, head: Buffer) => void;
+}
+
+/** What takes node's requests in place of srvx's listener (`RequestPipeline.serveNode`); srvx's is its fallback. */
+export interface NodeLane {
+  serveNode(req: IncomingMessage, res: ServerResponse, fallback: (req: IncomingMessage, res: ServerResponse) => void, waitUntil: ((promise: Promise<unknown>) => void) | undefined): void;
 }
 
 export type LifecycleState = "created" | "serving" | "draining" | "terminated";
@@ -117,15 +122,15 @@ export class Lifecycle {
    * Starts listening; rejects with a one-line reason when the port is taken or invalid. With
    * `reusePort` it binds its own SO_REUSEPORT listener, even in a cluster worker.
    */
-  start(fetch: ServerHandler, port: number, host: string | undefined, reusePort = false): Promise<string> {
+  start(fetch: ServerHandler, port: number, host: string | undefined, reusePort = false, lane?: NodeLane): Promise<string> {
     if (this.#starting) return Promise.reject(new Error("the server was already started"));
-    const starting = this.#bind(fetch, port, host, reusePort);
+    const starting = this.#bind(fetch, port, host, reusePort, lane);
     // A shutdown that begins meanwhile waits for the bind, whatever its outcome, then drains.
     this.#starting = starting.catch(() => undefined);
     return starting;
   }
 
-  async #bind(fetch: ServerHandler, port: number, host: string | undefined, reusePort: boolean): Promise<string> {
+  async #bind(fetch: ServerHandler, port: number, host: string | undefined, reusePort: boolean, lane: NodeLane | undefined): Promise<string> {
     checkNumber(port, "port", PORT_RULE);
     // exclusive: false lets cluster workers share the primary's handle (round-robin); with reusePort
     // each worker has a listener of its own (node makes it exclusive); gracefulShutdown: false
@@ -142,6 +147,13 @@ export class Lifecycle {
       node: { host, exclusive: reusePort, ServerResponse: StandardReasonResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
+    // Swapped before the first connection can arrive: srvx's listen() has not bound yet.
+    const srvxListener = server.node?.handler as ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+    if (node && srvxListener && lane) {
+      node.removeListener("request", srvxListener);
+      const waitUntil = server.waitUntil;
+      node.on("request", (req: IncomingMessage, res: ServerResponse) => lane.serveNode(req, res, srvxListener, waitUntil));
+    }
     if (node) this.#connections = new Connections(node, upgrade !== undefined);
     if (node && upgrade) node.on("upgrade", upgrade);
     try {

@@ -1,0 +1,196 @@
+/**
+ * keelson's own server takes node's requests itself (RequestPipeline.serveNode) and writes JSON
+ * answers to node's response directly, where srvx would take a Response apart. Every case here is
+ * sent, byte for byte, to two copies of one App: one listening (keelson's listener) and one served
+ * by srvx's own node handler around `app.fetch` on the same kind of response object (what every
+ * request took before), and the two answers must be the same bytes but for the Date and the
+ * generated request id. The log lines of both must be the same too.
+ */
+import { createServer, type Server } from "node:http";
+import { connect } from "node:net";
+import { onResponse, setResponseHeader, setResponseStatus, type Middleware } from "h3";
+import { toNodeHandler } from "srvx/node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { App, created, get, json, KError, post } from "../src/index.js";
+import { StandardReasonResponse } from "../src/http/status-line.js";
+import { captureLogs, type LogCapture } from "./helpers/logs.js";
+import { listenOn, type Listening } from "./helpers/listen.js";
+
+const Book = z.object({ title: z.string(), author: z.string() });
+const Stored = z.object({ id: z.string(), title: z.string(), author: z.string() });
+
+function build(logs: LogCapture, hook?: (app: App) => void): App {
+  const app = new App({ port: 0, serviceName: "lane", env: "development", logger: logs.logger });
+  app.route(get("/plain", () => ({ a: 1, text: "ünïcode" })));
+  app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
+  app.route(get("/status", () => json({ x: 1 }, 202)));
+  app.route(get("/odd-status", () => json({ x: 1 }, 299)));
+  app.route(get("/no-body-status", () => json({ x: 1 }, 304)));
+  app.route(get("/extra-headers", () => json({ x: 1 }, 200, { "x-extra": "1", "cache-control": "no-store" })));
+  app.route(post("/books", { body: Book, responses: { 201: Stored } }, (ctx) => created({ id: "7", ...ctx.body })));
+  app.route(post("/located", { body: Book }, (ctx) => created({ id: "8", ...ctx.body }, "/books/8")));
+  app.route(get("/set-status", (ctx) => {
+    setResponseStatus(ctx.event, 203);
+    return { set: true };
+  }));
+  app.route(get("/set-header", (ctx) => {
+    setResponseHeader(ctx.event, "x-h3", "yes");
+    return { set: true };
+  }));
+  app.route(get("/conflict", () => {
+    throw new KError("CONFLICT", 409, "taken");
+  }));
+  app.route(get("/crash", () => {
+    throw new Error("boom");
+  }));
+  app.route(get("/empty", () => undefined));
+  app.route(get("/text", () => "hello"));
+  app.route(get("/later", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    return { later: true };
+  }));
+  app.group("/mw", stamp).route(get("/plain", () => ({ mw: true })));
+  hook?.(app);
+  return app;
+}
+
+/** A group's middleware that sets a header after the handler ran. */
+const stamp: Middleware = async (event, next) => {
+  const value = await next();
+  setResponseHeader(event, "x-mw", "1");
+  return value;
+};
+
+/** The request lines of a JSON capture, as `METHOD path status`, sorted. */
+function requestLines(entries: Record<string, unknown>[]): string[] {
+  return entries.filter((entry) => "status" in entry).map(({ method, path, status }) => `${String(method)} ${String(path)} ${String(status)}`).toSorted();
+}
+
+/**
+ * One request on a fresh connection, closed by the server after its answer (`Connection: close`):
+ * every byte of the answer. Not half-closed by the client: node then aborts a request still running.
+ */
+function exchange(port: number, request: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => socket.write(request));
+    let text = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => (text += chunk));
+    socket.on("end", () => resolve(text));
+    socket.on("error", reject);
+  });
+}
+
+/** The answer without what differs between two servers on purpose: the Date and a generated request id. */
+function comparable(answer: string): string {
+  return answer
+    .replace(/^Date: .*$/im, "Date: -")
+    .replace(/^x-request-id: [0-9a-f]{10}-\d+$/im, "x-request-id: -")
+    .replace(/"request_id":"[0-9a-f]{10}-\d+"/, '"request_id":"-"');
+}
+
+interface Pair {
+  lane: Listening;
+  reference: Server;
+  referencePort: number;
+  laneLogs: LogCapture;
+  referenceLogs: LogCapture;
+}
+
+async function startPair(hook?: (app: App) => void): Promise<Pair> {
+  const laneLogs = captureLogs("json");
+  const referenceLogs = captureLogs("json");
+  const lane = await listenOn(build(laneLogs, hook));
+  const referenceApp = build(referenceLogs, hook);
+  const reference = createServer({ ServerResponse: StandardReasonResponse }, toNodeHandler(referenceApp.fetch) as Parameters<typeof createServer>[1]);
+  await new Promise<void>((resolve) => reference.listen(0, "127.0.0.1", resolve));
+  const address = reference.address();
+  return { lane, reference, referencePort: typeof address === "object" && address ? address.port : 0, laneLogs, referenceLogs };
+}
+
+async function stopPair(pair: Pair): Promise<void> {
+  await pair.lane.stop();
+  await new Promise<void>((resolve) => pair.reference.close(() => resolve()));
+}
+
+function get1(path: string, extra = ""): string {
+  return `GET ${path} HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\n${extra}\r\n`;
+}
+
+function post1(path: string, body: string, type = "application/json"): string {
+  return `POST ${path} HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+const CASES: ReadonlyArray<[string, string]> = [
+  ["a plain value", get1("/plain")],
+  ["a plain value, the query string ignored", get1("/plain?x=1&y=%20")],
+  ["router params", get1("/books/42")],
+  ["json() with a status", get1("/status")],
+  ["json() with an unusual status", get1("/odd-status")],
+  ["json() with a status that has no body", get1("/no-body-status")],
+  ["json() with extra headers", get1("/extra-headers")],
+  ["created() through a response schema", post1("/books", '{"title":"Dune","author":"Frank Herbert"}')],
+  ["created() with a Location", post1("/located", '{"title":"Dune","author":"Frank Herbert"}')],
+  ["a body that fails its schema", post1("/books", '{"title":1}')],
+  ["a body that is not JSON", post1("/books", "{nope")],
+  ["a body of the wrong type", post1("/books", "title=Dune", "application/x-www-form-urlencoded")],
+  ["a status set with setResponseStatus", get1("/set-status")],
+  ["a header set with h3's setResponseHeader", get1("/set-header")],
+  ["a KError", get1("/conflict")],
+  ["an unexpected error", get1("/crash")],
+  ["undefined: 204", get1("/empty")],
+  ["a string", get1("/text")],
+  ["an async handler", get1("/later")],
+  ["a group's middleware around the handler", get1("/mw/plain")],
+  ["HEAD", "HEAD /plain HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\n\r\n"],
+  ["an unknown path: 404", get1("/nope")],
+  ["a known path, another method: 405", post1("/plain", "{}")],
+  ["the client's request id, kept", get1("/plain", "X-Request-Id: client-id-1\r\n")],
+  ["a malformed URL", get1("/%E0%A4%A")],
+  ["a percent-encoded path", get1("/books/%34%32")],
+  ["an absolute-form target", get1("http://lane.test/plain")],
+  ["an Origin", get1("/plain", "Origin: https://app.example.com\r\n")],
+  ["/health", get1("/health")],
+];
+
+describe("keelson's own listener answers as srvx's would", () => {
+  let pair: Pair;
+  beforeAll(async () => {
+    pair = await startPair();
+  });
+  afterAll(() => stopPair(pair));
+
+  it.each(CASES)("%s", async (_name, request) => {
+    const [fromLane, fromReference] = await Promise.all([exchange(pair.lane.port, request), exchange(pair.referencePort, request)]);
+    expect(fromLane).toMatch(/^HTTP\/1\.1 \d{3} /);
+    expect(comparable(fromLane)).toBe(comparable(fromReference));
+  });
+
+  it("logs the same request lines, one per request", () => {
+    const fromLane = requestLines(pair.laneLogs.entries());
+    expect(fromLane.length).toBe(CASES.length);
+    expect(fromLane).toEqual(requestLines(pair.referenceLogs.entries()));
+  });
+});
+
+describe("keelson's own listener with an onResponse hook", () => {
+  let pair: Pair;
+  const seen: number[] = [];
+  beforeAll(async () => {
+    pair = await startPair((app) => {
+      app.use(onResponse((response) => {
+        seen.push(response.status);
+      }));
+    });
+  });
+  afterAll(() => stopPair(pair));
+
+  it("hands every JSON answer to the hook as a Response, as h3 does", async () => {
+    for (const request of [get1("/plain"), get1("/status"), post1("/books", '{"title":"Dune","author":"Frank Herbert"}')]) {
+      const [fromLane, fromReference] = await Promise.all([exchange(pair.lane.port, request), exchange(pair.referencePort, request)]);
+      expect(comparable(fromLane)).toBe(comparable(fromReference));
+    }
+    expect(seen.toSorted()).toEqual([200, 200, 201, 201, 202, 202]);
+  });
+});
