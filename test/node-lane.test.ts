@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
-import { onResponse, setResponseHeader, setResponseStatus, type Middleware } from "h3";
+import { onResponse, setResponseHeader, setResponseStatus, type H3Event, type Middleware } from "h3";
 import { toNodeHandler } from "srvx/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
@@ -50,6 +50,10 @@ function build(logs: LogCapture, hook?: (app: App) => void): App {
     await new Promise((resolve) => setTimeout(resolve, 5));
     return { later: true };
   }));
+  // A json() that no route wrote: its body is written when it is sent, and this one cannot be.
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  app.use((event: H3Event, next: () => unknown) => (event.url.pathname === "/cyclic" ? json(cyclic) : next()));
   app.group("/mw", stamp).route(get("/plain", () => ({ mw: true })));
   hook?.(app);
   return app;
@@ -143,6 +147,7 @@ const CASES: ReadonlyArray<[string, string]> = [
   ["a string", get1("/text")],
   ["an async handler", get1("/later")],
   ["a group's middleware around the handler", get1("/mw/plain")],
+  ["a json() from a middleware that JSON.stringify refuses", get1("/cyclic")],
   ["HEAD", "HEAD /plain HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\n\r\n"],
   ["an unknown path: 404", get1("/nope")],
   ["a known path, another method: 405", post1("/plain", "{}")],

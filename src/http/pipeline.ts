@@ -156,7 +156,8 @@ export class RequestPipeline {
         const pending = value;
         pending.then(
           (resolved) => this.#respond(resolved, event, request, res),
-          () => send(res, this.#settle(toResponse(pending, event, config), request)),
+          // The rejected promise itself: h3's toResponse turns its reason into the error response.
+          () => this.#respondWithH3(pending, event, request, res),
         );
         return;
       }
@@ -167,9 +168,24 @@ export class RequestPipeline {
     }
   }
 
+  /** Never throws: it runs in promise reactions, where a throw would be an unhandled rejection. */
   #respond(value: unknown, event: H3Event, request: ServerRequest, res: StandardReasonResponse): void {
-    if (value instanceof JSONValueResponse && this.#writeJSON(value, event, request, res)) return;
-    send(res, this.#settle(toResponse(value, event, this.engine.config), request));
+    try {
+      if (value instanceof JSONValueResponse && this.#writeJSON(value, event, request, res)) return;
+    } catch {
+      // A body nothing wrote yet that JSON.stringify refuses (a json() from a middleware): h3 answers
+      // it with an error response, as below. Nothing was recorded or written before the throw.
+    }
+    this.#respondWithH3(value, event, request, res);
+  }
+
+  /** h3's Response for `value` (a promise of one too), recorded and written by srvx; never throws. */
+  #respondWithH3(value: unknown, event: H3Event, request: ServerRequest, res: StandardReasonResponse): void {
+    try {
+      send(res, this.#settle(toResponse(value, event, this.engine.config), request));
+    } catch {
+      failResponse(res);
+    }
   }
 
   #settle(response: Response | Promise<Response>, request: ServerRequest): Response | Promise<Response> {
@@ -193,8 +209,9 @@ export class RequestPipeline {
     if (typeof status !== "number" || STATUS_CODES[status] === undefined || status < 200 || status === 204 || status === 205 || status === 304) return false;
     if (request.method === "HEAD") return false;
     const list = frozenHeaderList(value.headers);
+    if (list === undefined) return false;
     const body = value.body;
-    if (list === undefined || typeof body !== "string") return false;
+    if (typeof body !== "string") return false;
     this.inflight--;
     if (this.#lifecycle.shuttingDown) setHeaderBeforeHead(res, "connection", "close");
     this.#record(request.method, event, state, status);
