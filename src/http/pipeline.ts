@@ -42,7 +42,8 @@ export interface PipelineOptions {
 /**
  * A request's way through the App (docs/architecture.md): load shedding, then h3 with keelson's
  * onRequest (state, span, CORS) and onError (405/404, KError → JSON), then one log line, one
- * metrics observation and the end of the server span once h3 has the Response. Not h3's
+ * metrics observation and the end of the server span once h3 has the Response (or, on keelson's
+ * own server, once `serveNode` has a JSON answer to write). Not h3's
  * onResponse: that option costs every request extra promises, and each of them runs the async
  * hooks of an OpenTelemetry context manager.
  */

@@ -147,7 +147,7 @@ export class Lifecycle {
       node: { host, exclusive: reusePort, ServerResponse: StandardReasonResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
-    // Swapped before the first connection can arrive: srvx's listen() has not bound yet.
+    // Swapped in this same turn: serve() may have bound already, but node hands over a connection only on a later turn.
     const srvxListener = server.node?.handler as ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
     if (node && srvxListener && lane) {
       node.removeListener("request", srvxListener);
