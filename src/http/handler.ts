@@ -31,8 +31,11 @@ function isJSONValue(value: unknown): value is object | number | boolean {
   return proto === Object.prototype || proto === null || Object.getPrototypeOf(proto) === null;
 }
 
-/** Where h3 keeps `event.res` once something touched it (`Symbol.for`: shared by every copy of h3). */
-const EVENT_RES = Symbol.for("h3.internal.event.res");
+/**
+ * Where h3 keeps `event.res` once something touched it (`Symbol.for`: shared by every copy of h3);
+ * the pipeline's direct write also reads it.
+ */
+export const EVENT_RES = Symbol.for("h3.internal.event.res");
 
 /**
  * The status the handler set on `event.res` (`setResponseStatus`, `event.res.status = …`), if any.

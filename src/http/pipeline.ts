@@ -20,6 +20,7 @@ import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
 import { drainableEventStream, noteStreamedBody } from "./long-response.js";
 import { frozenHeaderList, JSONValueResponse } from "./results.js";
+import { EVENT_RES } from "./handler.js";
 import { StandardReasonResponse } from "./status-line.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
@@ -107,8 +108,7 @@ export class RequestPipeline {
       const rejected = this.#shed(shedder, request);
       if (rejected !== undefined) return rejected;
     }
-    const response = this.engine.fetch(request);
-    return response instanceof Promise ? response.then((res) => this.#finish(res, request)) : this.#finish(response, request);
+    return this.#settle(this.engine.fetch(request), request);
   }
 
   /**
@@ -148,8 +148,11 @@ export class RequestPipeline {
           throw new HTTPError({ status: 400, message: "Bad Request" });
         }
         const hook = config.onRequest;
-        const hooked = hook === undefined ? undefined : hook(event);
-        value = hooked instanceof Promise ? hooked.then(() => engine.handler(event)) : engine.handler(event);
+        const hooked = hook === undefined ? undefined : (hook(event) as unknown);
+        // As h3 tells a hook's promise: by its `then`, so a thenable waits too.
+        value = typeof (hooked as PromiseLike<unknown> | undefined)?.then === "function"
+          ? (hooked as PromiseLike<unknown>).then(() => engine.handler(event))
+          : engine.handler(event);
       } catch (error) {
         value = Promise.reject(error);
       }
@@ -496,8 +499,6 @@ interface DisposeState {
 const NOT_FOUND = Symbol.for("h3.notFound");
 /** Where h3's event marks a URL it could not decode (its fetch answers 400 unless `allowMalformedURL`). */
 const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
-/** Where h3 keeps `event.res` once something touched it (see handler.ts's preparedStatus). */
-const EVENT_RES = Symbol.for("h3.internal.event.res");
 const SLASH = 0x2f;
 
 /** A Response (or the promise of one) written to node's response by srvx; never throws. */
