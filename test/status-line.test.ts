@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { connect, type AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { App, get, json } from "../src/index.js";
-import { removePendingHeader, setPendingHeader, StandardReasonResponse } from "../src/http/status-line.js";
+import { removePendingHeader, setPendingHeader, StandardReasonResponse, writeHeadWithLength } from "../src/http/status-line.js";
 import { listenOn, type Listening } from "./helpers/listen.js";
 import { captureLogs } from "./helpers/logs.js";
 
@@ -81,6 +81,14 @@ describe("headers set before the head (real socket)", () => {
       else if (req.url === "/array-mixed") res.writeHead(200, "", ["content-type", "text/plain", "X-a", "own"]).end("mixed");
       else if (req.url === "/object") res.writeHead(200, { "X-A": "own", "x-c": "c" }).end("object");
       else if (req.url === "/two-args") res.writeHead(201, ["x-c", "c"]).end("two");
+      else if (req.url === "/with-length") {
+        writeHeadWithLength(res as StandardReasonResponse, 201, ["content-type", "text/plain"], "6");
+        res.end("length");
+      } else if (req.url === "/with-length-shadowed") {
+        setPendingHeader(res, "content-length", "99");
+        writeHeadWithLength(res as StandardReasonResponse, 200, ["X-a", "own", "content-type", "text/plain"], "8");
+        res.end("shadowed");
+      }
       else res.end("implicit");
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -108,6 +116,13 @@ describe("headers set before the head (real socket)", () => {
     expect([two.status, two.headers.get("x-a"), two.headers.get("x-c")]).toEqual([201, "2", "c"]);
     const implicit = await fetch(`${base}/implicit`);
     expect([implicit.status, implicit.headers.get("x-a"), implicit.headers.get("x-b")]).toEqual([200, "2", null]);
+  });
+
+  it("a head written with its length (keelson's JSON answers) carries the bag, the response's own names winning", async () => {
+    const kept = await fetch(`${base}/with-length`);
+    expect([kept.status, kept.statusText, kept.headers.get("x-a"), kept.headers.get("content-length"), await kept.text()]).toEqual([201, "Created", "2", "6", "length"]);
+    const shadowed = await fetch(`${base}/with-length-shadowed`);
+    expect([shadowed.status, shadowed.headers.get("x-a"), shadowed.headers.get("content-length"), await shadowed.text()]).toEqual([200, "own", "8", "shadowed"]);
   });
 
   it("refuses a bad name or value where it is set, as setHeader does", () => {

@@ -21,7 +21,7 @@ import type { RegisteredRoute } from "./route.js";
 import { drainableEventStream, noteStreamedBody } from "./long-response.js";
 import { frozenHeaderList, JSONValueResponse } from "./results.js";
 import { EVENT_RES } from "./handler.js";
-import { StandardReasonResponse } from "./status-line.js";
+import { StandardReasonResponse, writeHeadWithLength } from "./status-line.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
 export interface PipelineOptions {
@@ -219,7 +219,7 @@ export class RequestPipeline {
     this.inflight--;
     if (this.#lifecycle.shuttingDown) setHeaderBeforeHead(res, "connection", "close");
     this.#record(request.method, event, state, status);
-    res.writeHead(status, [...list, "content-length", String(Buffer.byteLength(body))]);
+    writeHeadWithLength(res, status, list, String(Buffer.byteLength(body)));
     res.end(body);
     return true;
   }

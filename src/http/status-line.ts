@@ -172,6 +172,33 @@ StandardReasonResponse.prototype.writeHead = function (this: StandardReasonRespo
   );
 } as StandardReasonResponse["writeHead"];
 
+/**
+ * The head of an answer keelson writes itself (the pipeline's JSON answers, pipeline.ts): the bag's
+ * headers, then `headers`, then `content-length`, through node's own `writeHead`, which fills in
+ * the reason phrase. It is the wrapper above for a flat array, less what the caller knows already:
+ * the arguments' form, the phrase, and the length, which the wrapper would parse back out of the array.
+ */
+export function writeHeadWithLength(res: StandardReasonResponse, statusCode: number, headers: readonly string[], length: string): void {
+  const bag = res.keelsonPendingHeaders;
+  let fields: string[];
+  if (bag === null) {
+    fields = [];
+  } else {
+    res.keelsonPendingHeaders = null;
+    let shadowed = false;
+    for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = bag[i] === "content-length" || hasName(headers, bag[i]!);
+    if (shadowed) {
+      fields = [];
+      for (let i = 0; i < bag.length; i += 2) if (bag[i] !== "content-length" && !hasName(headers, bag[i]!)) fields.push(bag[i]!, bag[i + 1]!);
+    } else {
+      fields = bag;
+    }
+  }
+  for (let i = 0; i < headers.length; i++) fields.push(headers[i]!);
+  fields.push("content-length", length);
+  (writeHead as (this: ServerResponse, statusCode: number, headers: string[]) => ServerResponse).call(res, statusCode, fields);
+}
+
 const write = ServerResponse.prototype.write as (this: ServerResponse, chunk: unknown, encoding?: unknown, callback?: unknown) => boolean;
 
 /**
