@@ -98,6 +98,11 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown, event:
   return (value, event) => (value instanceof Promise ? value.then((resolved) => shape(resolved, event)) : shape(value, event));
 }
 
+/** Hands `answer` what a route's continuation settles with: `failed` for a rejection (RequestState.answer). */
+function answerLater(answer: (outcome: unknown, failed: boolean) => void, outcome: Promise<unknown>): void {
+  outcome.then((value) => answer(value, false), (error: unknown) => answer(error, true));
+}
+
 /** How a route's handler result becomes a response, fixed when the route is compiled. */
 export interface ResultOptions {
   /** The route's full path, named in the error line of a response that breaks its schema. */
@@ -185,6 +190,12 @@ export function compileRoute(
     };
   }
 
+  // The body checked, then the handler run: one function for the route, not a closure per request.
+  const withBody = (event: H3Event, params: unknown, query: unknown, raw: unknown): unknown => {
+    const body = check("body", bodySchema, undefined, raw);
+    return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
+  };
+
   // Params and query are checked before the body is read: a bad path or query string is
   // answered without waiting for the body, and the usual POST takes one promise, not five.
   return function keelsonValidatedRoute(event) {
@@ -196,9 +207,30 @@ export function compileRoute(
       return Promise.all([params, query, body]).then(([p, q, b]) => run(event, p, q, b));
     }
     if (!readsBody) return run(event, params, query, undefined);
-    return readJSONBody(event, bodyLimit, strictBody).then((raw) => {
-      const body = check("body", bodySchema, undefined, raw);
-      return body instanceof Promise ? body.then((b) => run(event, params, query, b)) : run(event, params, query, body);
-    });
+    const state = event.context.keelson;
+    const result = readJSONBody(event, bodyLimit, strictBody).then(
+      (raw) => {
+        // Read when the body is in, after keelson's own listener had the promise below back from h3.
+        const answer = state?.answer;
+        if (answer === undefined) return withBody(event, params, query, raw);
+        let outcome: unknown;
+        try {
+          outcome = withBody(event, params, query, raw);
+        } catch (error) {
+          answer(error, true);
+          return undefined;
+        }
+        if (outcome instanceof Promise) answerLater(answer, outcome);
+        else answer(outcome, false);
+        return undefined;
+      },
+      (error: unknown) => {
+        const answer = state?.answer;
+        if (answer === undefined) throw error;
+        answer(error, true);
+      },
+    );
+    if (state !== undefined) state.routeResult = result;
+    return result;
   };
 }

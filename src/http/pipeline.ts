@@ -157,6 +157,16 @@ export class RequestPipeline {
         value = Promise.reject(error);
       }
       if (value instanceof Promise) {
+        const state = event.context.keelson;
+        // The route's own promise, back from h3 unwrapped (no middleware between): the route's
+        // continuation answers through `answer`, and nothing waits on the promise (RequestState.routeResult).
+        if (state !== undefined && value === state.routeResult) {
+          state.answer = (outcome, failed) => {
+            if (failed) this.#respondWithH3(Promise.reject(outcome), event, request, res);
+            else this.#respond(outcome, event, request, res);
+          };
+          return;
+        }
         const pending = value;
         pending.then(
           (resolved) => this.#respond(resolved, event, request, res),

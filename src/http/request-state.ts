@@ -49,6 +49,15 @@ export class RequestState {
   streamedBody: boolean;
   /** What `idempotency()` did with the request (`replayed`, `conflict`, …): named in its log line and counted. */
   idempotency: string | undefined;
+  /**
+   * The promise a route that reads a body returned (handler.ts). When h3 hands the very same promise
+   * back to keelson's own listener, no middleware stands between them, and the listener sets
+   * `answer`: the route's continuation then answers with what it would have settled that promise
+   * with, and the listener waits on nothing (pipeline.ts, `serveNode`).
+   */
+  routeResult: Promise<unknown> | undefined;
+  /** Set by keelson's own listener for a `routeResult` it does not wait on: `failed` for a thrown or rejected outcome. */
+  answer: ((outcome: unknown, failed: boolean) => void) | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string, appLogger: Logger) {
     this.event = event;
@@ -64,6 +73,8 @@ export class RequestState {
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
     if (upgradeSeen && (event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
     this.idempotency = undefined;
+    this.routeResult = undefined;
+    this.answer = undefined;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */
