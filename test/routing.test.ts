@@ -236,6 +236,10 @@ describeBoth(
     app.route(get("/users/:user/posts/:post", (ctx) => ctx.params));
     app.route(post("/only-post", () => ({})));
     app.route(get("/typed/:n", { params: z.object({ n: z.coerce.number().int() }) }, (ctx) => ({ n: ctx.params.n, type: typeof ctx.params.n })));
+    app.route(get("/own/:name", (ctx) => {
+      (ctx.params as Record<string, string>).name = "changed";
+      return { mine: ctx.params.name, router: ctx.event.context.params?.name };
+    }));
     return app;
   },
   (t) => {
@@ -251,6 +255,11 @@ describeBoth(
     ])("decodes %s to %j (encoded separators stay encoded)", async (raw, decoded) => {
       const res = await t().fetch(`/files/${raw}`);
       expect(await res.json()).toEqual({ name: decoded });
+    });
+
+    it("hands the handler its own copy of the params, with or without anything to decode", async () => {
+      expect(await (await t().fetch("/own/plain")).json()).toEqual({ mine: "changed", router: "plain" });
+      expect(await (await t().fetch("/own/a%20b")).json()).toEqual({ mine: "changed", router: "a%20b" });
     });
 
     it("decodes every parameter of a path", async () => {
