@@ -118,22 +118,27 @@ function hasName(headers: readonly unknown[], name: string): boolean {
   return false;
 }
 
+/**
+ * The bag's pairs that neither the flat array `headers` nor the name `also` sets: the bag itself
+ * (taken off the response already) in the usual case, where no name is in both, so that the
+ * response's pairs are pushed after them, pushes that optimised code inlines where concat calls
+ * into the runtime.
+ */
+function unshadowed(bag: string[], headers: readonly unknown[], also?: string): string[] {
+  let shadowed = false;
+  for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = bag[i] === also || hasName(headers, bag[i]!);
+  if (!shadowed) return bag;
+  const kept: string[] = [];
+  for (let i = 0; i < bag.length; i += 2) if (bag[i] !== also && !hasName(headers, bag[i]!)) kept.push(bag[i]!, bag[i + 1]!);
+  return kept;
+}
+
 /** The headers `writeHead` was given with the bag's in front, minus those the response sets itself. */
 function withPending(res: StandardReasonResponse, bag: string[], headers: unknown): unknown {
   if (headers === undefined || headers === null) return bag;
   // A flat array, as srvx passes: merged by hand, so node sees one array and nothing set before.
   if (Array.isArray(headers) && (headers.length === 0 || !Array.isArray(headers[0]))) {
-    let shadowed = false;
-    for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = hasName(headers, bag[i]!);
-    // The usual case, no name in both: the response's pairs after the bag's, in the bag itself
-    // (taken off the response already): pushes that optimised code inlines, where concat calls
-    // into the runtime.
-    if (!shadowed) {
-      for (let i = 0; i < headers.length; i++) bag.push(headers[i] as string);
-      return bag;
-    }
-    const merged: unknown[] = [];
-    for (let i = 0; i < bag.length; i += 2) if (!hasName(headers, bag[i]!)) merged.push(bag[i], bag[i + 1]);
+    const merged: unknown[] = unshadowed(bag, headers);
     for (let i = 0; i < headers.length; i++) merged.push(headers[i]);
     return merged;
   }
@@ -180,20 +185,8 @@ StandardReasonResponse.prototype.writeHead = function (this: StandardReasonRespo
  */
 export function writeHeadWithLength(res: StandardReasonResponse, statusCode: number, headers: readonly string[], length: string): void {
   const bag = res.keelsonPendingHeaders;
-  let fields: string[];
-  if (bag === null) {
-    fields = [];
-  } else {
-    res.keelsonPendingHeaders = null;
-    let shadowed = false;
-    for (let i = 0; i < bag.length && !shadowed; i += 2) shadowed = bag[i] === "content-length" || hasName(headers, bag[i]!);
-    if (shadowed) {
-      fields = [];
-      for (let i = 0; i < bag.length; i += 2) if (bag[i] !== "content-length" && !hasName(headers, bag[i]!)) fields.push(bag[i]!, bag[i + 1]!);
-    } else {
-      fields = bag;
-    }
-  }
+  if (bag !== null) res.keelsonPendingHeaders = null;
+  const fields = bag === null ? [] : unshadowed(bag, headers, "content-length");
   for (let i = 0; i < headers.length; i++) fields.push(headers[i]!);
   fields.push("content-length", length);
   (writeHead as (this: ServerResponse, statusCode: number, headers: string[]) => ServerResponse).call(res, statusCode, fields);
