@@ -1,13 +1,13 @@
 // runOn "one" under the supervisor, as real processes: a worker SIGKILLed mid-run and a rolling
 // reload never cause a missed or a doubled tick; with PostgreSQL, two supervisors share the ticks.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { delay, freePort, killAllChildren, spawnChild, type Child } from "../harness/child.js";
 import { usePostgres } from "./helpers/postgres.js";
 import { startTcpProxy } from "./helpers/tcp-proxy.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 
@@ -46,7 +46,7 @@ function waitForLines(run: Child, pattern: RegExp, count: number, from: number, 
 
 describe("jobs under the supervisor", () => {
   it("4 workers, every second, a worker SIGKILLed mid-run and a rolling reload: each tick runs exactly once", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
+    const dir = tempDir("keelson-jobs-");
     const file = join(dir, "runs.log");
     const eachFile = join(dir, "each.log");
     const run = await startJobs(4, { JOBS_FILE: file, JOBS_HANG_FLAG: join(dir, "hung"), JOBS_EACH_FILE: eachFile });
@@ -97,7 +97,7 @@ describe("jobs across supervisors, with PostgreSQL", () => {
 
   it("two supervisors on one database: each tick runs exactly once in the deployment", async () => {
     const url = await pg.createDatabase();
-    const file = join(mkdtempSync(join(tmpdir(), "keelson-jobs-")), "runs.log");
+    const file = join(tempDir("keelson-jobs-"), "runs.log");
     const env = { JOBS_FILE: file, JOBS_DATABASE_URL: url };
     const [a, b] = await Promise.all([startJobs(2, env), startJobs(2, env)]);
     const mark = [a!.output().length, b!.output().length];
@@ -122,7 +122,7 @@ describe("jobs across pods: a tick leased by a pod that is gone runs on another"
 
   it("a pod SIGKILLed whole (primary and workers) mid-run: the other pod re-runs its tick within 30 s (default lease)", async () => {
     const url = await pg.createDatabase();
-    const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
+    const dir = tempDir("keelson-jobs-");
     const file = join(dir, "runs.log");
     const env = { JOBS_FILE: file, JOBS_DATABASE_URL: url, JOBS_HANG_FLAG: join(dir, "hung") };
     const pods = await Promise.all([startJobs(2, env), startJobs(2, env)]);
@@ -155,7 +155,7 @@ describe("jobs across pods: a tick leased by a pod that is gone runs on another"
     const port = Number(new URL(url).port);
     const proxy = await startTcpProxy(port);
     try {
-      const dir = mkdtempSync(join(tmpdir(), "keelson-jobs-"));
+      const dir = tempDir("keelson-jobs-");
       const file = join(dir, "runs.log");
       const env = { JOBS_FILE: file, JOBS_LEASE_MS: "4000" };
       const proxied = new URL(url);

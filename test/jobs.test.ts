@@ -1,6 +1,4 @@
 // app.schedule() in one process: option checks, ticks, metrics, the shutdown, a shared store.
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { App, defineJob, type JobContext, type JobOptions, type JobStore } from "../src/index.js";
@@ -9,6 +7,7 @@ import { createPrometheus } from "../src/entries/metrics.js";
 import { createSQLJobStore, openSQLite } from "../src/entries/sql.js";
 import { MemoryJobStore } from "./helpers/job-store.js";
 import { captureLogs } from "./helpers/logs.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const apps: App[] = [];
 afterEach(async () => {
@@ -247,7 +246,7 @@ describe("a job's ctx.logger", () => {
 
 describe("a shared store: once per deployment", () => {
   it("two Apps on one SQLite file: each tick runs in exactly one of them", async () => {
-    const file = join(mkdtempSync(join(tmpdir(), "keelson-jobs-")), "claims.db");
+    const file = join(tempDir("keelson-jobs-"), "claims.db");
     const ran: Array<{ app: number; at: number }> = [];
     for (const id of [1, 2]) {
       const db = openSQLite({ file });

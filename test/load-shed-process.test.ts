@@ -6,10 +6,10 @@
  */
 import * as fs from "node:fs";
 import * as http from "node:http";
-import * as os from "node:os";
 import * as path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { freeSockets, httpGet, killAll, startService, type Reply } from "./fixtures/lifecycle-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -26,7 +26,7 @@ describe("load shedding by queue delay (real sockets)", () => {
     expect(freeSockets(agent)).toHaveLength(4);
 
     // The event loop is held until the three requests below are in the kernel: one turn reads them all.
-    const release = path.join(fs.mkdtempSync(path.join(os.tmpdir(), "load-shed-")), "release");
+    const release = path.join(tempDir("load-shed-"), "release");
     const holder = httpGet(service.port, `/spin?until=${encodeURIComponent(release)}`, agent);
     await service.waitFor(/spin started/);
     const send = (target: string): { written: Promise<void>; reply: Promise<Reply> } => {

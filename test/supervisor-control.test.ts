@@ -10,6 +10,7 @@ import { defaultControlSocket } from "../supervisor/control-path.js";
 import { sendControl, type ControlReply } from "../supervisor/control-socket.js";
 import type { StatusReport } from "../supervisor/status.js";
 import { failedRequests, get, killAll, sleep, startSupervisor, underLoad, type Running } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -116,7 +117,7 @@ describe("supervisor: control socket", () => {
   }, 120_000);
 
   it("another user cannot connect: EACCES on the default socket (0700 folder) and on a chosen one (0600 socket)", async () => {
-    const open = mkdtempSync(join(tmpdir(), "keelson-ctl-"));
+    const open = tempDir("keelson-ctl-");
     chmodSync(open, 0o777);
     const chosen = join(open, "control.sock");
     const first = await startSupervisor(["--workers", "1"]);

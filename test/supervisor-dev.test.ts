@@ -1,13 +1,13 @@
 // keelson dev as a process: a TypeScript project in a temp folder, edited while it serves.
 import { spawn } from "node:child_process";
 import { connect } from "node:net";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { freePort, get } from "./fixtures/supervisor-harness.js";
 import { parseDevCommand } from "../cli/dev.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 const children = new Set<ReturnType<typeof spawn>>();
@@ -46,7 +46,7 @@ describe("keelson dev", () => {
   });
 
   it("reloads on a save, shows a broken save's error once and keeps the last good worker serving", async () => {
-    const project = mkdtempSync(join(tmpdir(), "keelson-dev-"));
+    const project = tempDir("keelson-dev-");
     writeFileSync(join(project, "package.json"), '{ "type": "module" }\n');
     const main = join(project, "main.ts");
     writeFileSync(main, entry(1));

@@ -1,10 +1,10 @@
 // A rolling reload with connections that have no request in flight: they must not hold the old workers.
-import { mkdtempSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { get, killAll, readyWorkers, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -44,7 +44,7 @@ function drains(text: string): { durations: number[]; closedIdle: number } {
 
 describe("supervisor: SIGTERM with idle and half-sent connections", () => {
   it("every worker drains in well under a second, runs its hooks once in order, and the primary exits 0", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-drain-")), "hooks");
+    const hookLog = join(tempDir("keelson-drain-"), "hooks");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(/worker\(s\) ready in/);
     const workers = readyWorkers(run);
@@ -66,7 +66,7 @@ describe("supervisor: SIGTERM with idle and half-sent connections", () => {
 
 describe("supervisor: reload with idle and half-sent connections", () => {
   it("SIGHUP with 4 such sockets: each old worker drains in well under a second and runs its hooks once, in order", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-drain-")), "hooks");
+    const hookLog = join(tempDir("keelson-drain-"), "hooks");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run);

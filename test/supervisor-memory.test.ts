@@ -1,10 +1,10 @@
 // --max-memory as a process: a worker that keeps memory is replaced like a reload replaces it.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { parseSize } from "../supervisor/size.js";
 import { failedRequests, get, killAll, readyWorkers, sleep, startSupervisor, underLoad } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -19,7 +19,7 @@ describe("supervisor: memory limit", () => {
   });
 
   it("replaces a worker whose RSS stays over --max-memory: new one ready first, old one drains and runs its hooks, 0 failed requests", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-mem-")), "hooks.log");
+    const hookLog = join(tempDir("keelson-mem-"), "hooks.log");
     const sup = await startSupervisor(["--workers", "2", "--max-memory", "300M", "--max-memory-window", "1500"], {
       env: { SUPERVISOR_HOOK_LOG: hookLog },
     });

@@ -1,10 +1,10 @@
 // The primary gone (SIGKILL), as PID 1, and driven as a library: real processes again.
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { alive, get, killAll, freePort, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -13,7 +13,7 @@ const MARGIN_MS = 1500;
 
 describe("supervisor: orphans, PID 1, library", () => {
   it("SIGKILL the primary: each worker finishes its requests, runs its hooks and exits within its budget", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
+    const hookLog = join(tempDir("keelson-sup-"), "hooks.log");
     const run = await startSupervisor(["--workers", "2"], {
       env: { SUPERVISOR_HOOK_LOG: hookLog, SUPERVISOR_SHUTDOWN_TIMEOUT: String(BUDGET_MS) },
     });

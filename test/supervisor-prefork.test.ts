@@ -4,16 +4,15 @@
 // replaced; discard() kills what was not adopted. Through the whole CLI: every supervisor-*,
 // cli-* and example-cluster suite starts this way.
 import cluster from "node:cluster";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { resolveOptions, type ResolvedSupervisorOptions } from "../supervisor/options.js";
 import { preforkWorkers, type PreforkedWorkers } from "../supervisor/prefork.js";
 import { forkSettings, workerEnv, type WorkerProcess } from "../supervisor/worker-process.js";
 import { captureLogs } from "./helpers/logs.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
-const folder = mkdtempSync(join(tmpdir(), "keelson-prefork-"));
 const started: PreforkedWorkers[] = [];
 
 afterEach(async () => {
@@ -22,9 +21,9 @@ afterEach(async () => {
   await new Promise((resolve) => setTimeout(resolve, 50));
 });
 
-/** A worker entry written for one test; the preload that every fork gets is loaded through tsx. */
+/** A worker entry written for one test (in a folder removed after it); the preload that every fork gets is loaded through tsx. */
 function options(source: string, overrides: Partial<ResolvedSupervisorOptions> = {}): ResolvedSupervisorOptions {
-  const entry = join(folder, `worker-${Math.random().toString(36).slice(2)}.mjs`);
+  const entry = join(tempDir("keelson-prefork-"), "worker.mjs");
   writeFileSync(entry, source);
   return { ...resolveOptions({ entry, workers: 1, execArgv: ["--import", "tsx"], controlSocket: false, metricsPort: false, logger: captureLogs().logger }), ...overrides };
 }

@@ -1,10 +1,10 @@
 // Rolling reload as a process: SIGHUP under load, and a reload whose replacement cannot start.
 import autocannon, { type Result } from "autocannon";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { get, killAll, readyWorkers, sleep, startSupervisor } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 afterEach(() => killAll());
 
@@ -43,7 +43,7 @@ describe("supervisor: rolling reload", () => {
   });
 
   it("keeps the old worker and stops the reload when a replacement cannot start, and a later reload succeeds", async () => {
-    const flag = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "broken");
+    const flag = join(tempDir("keelson-sup-"), "broken");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
     await run.waitFor(/worker\(s\) ready in/);
     const before = readyWorkers(run).map((w) => w.pid).toSorted();

@@ -1,11 +1,11 @@
 // A worker that cannot start, as real processes: at startup the supervisor stops with the reason
 // (no restart loop); later, a replacement that cannot start is a crash, and a reload keeps serving.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const servers: Server[] = [];
 afterEach(() => {
@@ -62,7 +62,7 @@ describe("supervisor: a worker that cannot start", () => {
   });
 
   it("an entry that does not load (syntax error): exit 1 with Node's error, reported before any keelson code ran", async () => {
-    const extra = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "extra.mjs");
+    const extra = join(tempDir("keelson-sup-"), "extra.mjs");
     writeFileSync(extra, "export const broken = ;\n");
     const run = await startSupervisor(["--workers", "1"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
     expect(await run.exited).toEqual({ code: 1, signal: null });
@@ -80,7 +80,7 @@ describe("supervisor: a worker that cannot start", () => {
   });
 
   it("after startup, a replacement that cannot start is a crash: backoff with the reason, the other worker serves, the slot recovers", async () => {
-    const flag = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "broken");
+    const flag = join(tempDir("keelson-sup-"), "broken");
     const run = await startSupervisor(["--workers", "2", "--backoff-initial", "200"], { env: { SUPERVISOR_BROKEN_FLAG: flag } });
     await run.waitFor(/worker\(s\) ready in/);
     const [victim, survivor] = readyWorkers(run);
@@ -99,7 +99,7 @@ describe("supervisor: a worker that cannot start", () => {
   });
 
   it("a reload onto a bad deploy (syntax error) keeps the old workers serving and says why it stopped", async () => {
-    const extra = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "extra.mjs");
+    const extra = join(tempDir("keelson-sup-"), "extra.mjs");
     writeFileSync(extra, "export const fine = 1;\n");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_EXTRA_MODULE: extra } });
     await run.waitFor(/worker\(s\) ready in/);

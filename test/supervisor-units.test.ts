@@ -3,8 +3,8 @@
 import { spawnSync } from "node:child_process";
 import type { Worker } from "node:cluster";
 import { EventEmitter } from "node:events";
-import { closeSync, mkdtempSync, openSync, readFileSync } from "node:fs";
-import { availableParallelism, tmpdir } from "node:os";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { PassThrough } from "node:stream";
 import { describe, expect, it } from "vitest";
@@ -17,6 +17,7 @@ import { readWorkersEnv, resolveOptions } from "../supervisor/options.js";
 import { relayOutput } from "../supervisor/output-relay.js";
 import { guardHandoffs } from "../supervisor/handoff-guard.js";
 import { forkSettings, ROUND_ROBIN_SEMI_SPACE_MB } from "../supervisor/worker-process.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const ENTRY = "test/fixtures/supervisor-app.ts";
 const ROOT = join(import.meta.dirname, "..");
@@ -244,7 +245,7 @@ describe("backoff and crash breaker", () => {
 
 /** A relay from a PassThrough into a fresh file: `read()` is what the file holds, `close()` ends the stream and waits for the relay. */
 function relayToFile() {
-  const path = join(mkdtempSync(join(tmpdir(), "keelson-relay-")), "out");
+  const path = join(tempDir("keelson-relay-"), "out");
   const fd = openSync(path, "w");
   const stream = new PassThrough();
   const relayed = relayOutput(stream, fd);

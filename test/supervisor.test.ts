@@ -1,10 +1,10 @@
 // The supervisor as a process: real workers, real sockets, real signals.
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { alive, get, killAll, readyWorkers, startSupervisor, type Running } from "./fixtures/supervisor-harness.js";
 import { ROUND_ROBIN_SEMI_SPACE_MB } from "../supervisor/worker-process.js";
+import { tempDir } from "./helpers/temp-dir.js";
 
 const ALL_READY = /worker\(s\) ready in \d+ms/;
 
@@ -56,7 +56,7 @@ describe("supervisor: start and stop", () => {
   });
 
   it("SIGTERM to the primary with slow requests in flight on both workers: all complete, hooks once in order, exit 0", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
+    const hookLog = join(tempDir("keelson-sup-"), "hooks.log");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog } });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 6 }, () => get(run.port, "/slow?ms=1500"));
@@ -76,7 +76,7 @@ describe("supervisor: start and stop", () => {
   });
 
   it("SIGINT to the whole process group (Ctrl+C) stops as cleanly as SIGTERM to the primary", async () => {
-    const hookLog = join(mkdtempSync(join(tmpdir(), "keelson-sup-")), "hooks.log");
+    const hookLog = join(tempDir("keelson-sup-"), "hooks.log");
     const run = await startSupervisor(["--workers", "2"], { env: { SUPERVISOR_HOOK_LOG: hookLog }, detached: true });
     await run.waitFor(ALL_READY);
     const slow = Array.from({ length: 4 }, () => get(run.port, "/slow?ms=1000"));
