@@ -47,9 +47,20 @@ export async function startPostgres(): Promise<TestPostgres> {
   };
   const data = join(dir, "data");
   const port = await freePort();
-  pg("initdb", ["-D", data, "-U", "keelson", "-A", "trust", "--no-sync", "-E", "UTF8"]);
-  pg("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "start",
-    "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`]);
+  try {
+    pg("initdb", ["-D", data, "-U", "keelson", "-A", "trust", "--no-sync", "-E", "UTF8"]);
+    pg("pg_ctl", ["-D", data, "-l", join(dir, "server.log"), "-w", "-t", "60", "start",
+      "-o", `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`]);
+  } catch (error) {
+    // Not started: no stop() will come, so the server (if it came up too late) and its folder go now.
+    try {
+      pg("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+    } catch {
+      // Not running.
+    }
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
   const url = `postgres://keelson@127.0.0.1:${port}/postgres`;
   let databases = 0;
   const admin: SQLDatabase = openPostgres({ url, max: 1 });

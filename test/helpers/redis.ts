@@ -29,6 +29,19 @@ export async function startRedis(): Promise<TestRedis> {
     "--daemonize", "no", "--loglevel", "notice"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
   const killOnExit = () => server.kill("SIGKILL");
   process.once("exit", killOnExit);
+  const stop = async (): Promise<void> => {
+    process.off("exit", killOnExit);
+    try {
+      if (server.exitCode === null && server.signalCode === null) {
+        const exited = new Promise((resolve) => server.once("exit", resolve));
+        server.kill("SIGCONT");
+        server.kill("SIGKILL");
+        await exited;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
   let output = "";
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`redis-server did not start in 30 s: ${output}`)), 30_000);
@@ -40,23 +53,10 @@ export async function startRedis(): Promise<TestRedis> {
       }
     });
     server.on("exit", (code) => reject(new Error(`redis-server exited (${code}): ${output}`)));
+  }).catch(async (error: unknown) => {
+    // Not started: no caller will stop it, so it is stopped (and its folder removed) here.
+    await stop();
+    throw error;
   });
-  return {
-    url: `redis://127.0.0.1:${port}`,
-    port,
-    server,
-    async stop() {
-      process.off("exit", killOnExit);
-      try {
-        if (server.exitCode === null && server.signalCode === null) {
-          const exited = new Promise((resolve) => server.once("exit", resolve));
-          server.kill("SIGCONT");
-          server.kill("SIGKILL");
-          await exited;
-        }
-      } finally {
-        rmSync(dir, { recursive: true, force: true });
-      }
-    },
-  };
+  return { url: `redis://127.0.0.1:${port}`, port, server, stop };
 }
