@@ -12,6 +12,9 @@
 //   --targets keelson,keelson-idempotency gives the cost of an idempotent POST against the same POST)
 //   (--scenarios "GET /hello,POST /books" counts only the scenarios named; the warm-up still runs them all)
 //   (--accept-encoding VALUE sends `Accept-Encoding: VALUE` on every request: keelson-compress encodes)
+//   (--cache-sim also simulates the caches, as valgrind's cachegrind does: the kept files then count
+//   first-level and last-level misses beside the instructions, for callgrind-net.ts; --ll SIZE,ASSOC,LINE
+//   sets the simulated last level, e.g. this machine's private L2 rather than the L3 it shares with its neighbours)
 //   (--settle S waits S seconds before each counted window, uncounted: V8's compiler thread, which
 //   callgrind runs in turn with the main one, finishes the jobs the warm-up queued; without it a
 //   window can hold tens of thousands of compiler instructions per request and code still unoptimised)
@@ -22,7 +25,7 @@
 // exactly `--requests` requests are counted. What is counted:
 // user-space instructions of every thread of the server (JavaScript, V8, GC, libuv, the log
 // writer's thread pool); not the kernel (the syscalls per request are the same for every
-// target: one writev per response, see BENCHMARKS.md), not cache misses.
+// target: one writev per response, see BENCHMARKS.md), and cache misses only as simulated with --cache-sim.
 import { execFileSync, spawn } from "node:child_process";
 import * as fs from "node:fs";
 import * as os from "node:os";
@@ -47,6 +50,8 @@ const { values } = parseArgs({
     profile: { type: "string" },
     scenarios: { type: "string" },
     settle: { type: "string", default: "0" },
+    "cache-sim": { type: "boolean", default: false },
+    ll: { type: "string" },
   },
 });
 const acceptEncoding = values["accept-encoding"];
@@ -62,9 +67,11 @@ const targets = targetsNamed;
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const settleMs = Number(values.settle) * 1000;
+// valgrind checks the geometry itself (its sets must be a power of two): what it refuses ends the start with its message.
+const cacheArgs = values["cache-sim"] ? ["--cache-sim=yes", ...(values.ll === undefined ? [] : [`--LL=${values.ll}`])] : [];
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
-if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || !(settleMs >= 0) || SCENARIOS.length === 0) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--settle S] [--scenarios "POST /books,POST /books keyed"]`);
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || !(settleMs >= 0) || SCENARIOS.length === 0 || (values.ll !== undefined && !values["cache-sim"])) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--settle S] [--cache-sim [--ll SIZE,ASSOC,LINE]] [--scenarios "POST /books,POST /books keyed"]`);
   process.exit(2);
 }
 try {
@@ -147,7 +154,7 @@ async function countedWindow(pid: number, outFile: string, run: () => Promise<Fi
 async function measure(target: string): Promise<Map<string, number>> {
   const port = await freePort();
   const outFile = path.join(logDir, `callgrind-${target}.out`);
-  const child = spawn("valgrind", ["--tool=callgrind", "--instr-atstart=no", `--callgrind-out-file=${outFile}`, process.execPath, build.entry(target)], {
+  const child = spawn("valgrind", ["--tool=callgrind", "--instr-atstart=no", ...cacheArgs, `--callgrind-out-file=${outFile}`, process.execPath, build.entry(target)], {
     cwd: build.dir, stdio: ["ignore", "pipe", "pipe"],
     env: { ...process.env, PORT: String(port), NODE_ENV: "production", BENCH_LOG_DIR: logDir },
   });
@@ -160,7 +167,10 @@ async function measure(target: string): Promise<Map<string, number>> {
         resolve();
       }
     });
-    child.once("exit", (code) => reject(new Error(`${target} exited with ${code} before READY`)));
+    // valgrind says on stderr what it refused (a cache geometry given with --ll, say).
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-4_096)));
+    child.once("exit", (code) => reject(new Error(`${target} exited with ${code} before READY\n--- its stderr (tail) ---\n${stderr.trim() || "(none)"}`)));
   });
   const origin = `http://127.0.0.1:${port}`;
   const pid = child.pid!;
