@@ -15,6 +15,9 @@
 //   (--cache-sim also simulates the caches, as valgrind's cachegrind does: the kept files then count
 //   first-level and last-level misses beside the instructions, for callgrind-net.ts; --ll SIZE,ASSOC,LINE
 //   sets the simulated last level, e.g. this machine's private L2 rather than the L3 it shares with its neighbours)
+//   (--windows N counts N windows per scenario, each after its own short run and settle, and reports
+//   their median with the range: the same build's net can move by 5 % between two windows, with the
+//   code V8 happens to have optimised by then; with --profile the files are named .w1.out, .w2.out…)
 //   (--settle S waits S seconds before each counted window, uncounted: V8's compiler thread, which
 //   callgrind runs in turn with the main one, finishes the jobs the warm-up queued; without it a
 //   window can hold tens of thousands of compiler instructions per request and code still unoptimised)
@@ -37,6 +40,7 @@ import { ALL_TARGETS, checkOrigin, needsIds, scenariosFor, VARIANT_TARGETS } fro
 import { builtServers } from "../lib/build.js";
 import { killAllChildren as killAll, adopt as track } from "../../harness/child.js";
 import { freePort } from "../lib/server.js";
+import { median } from "../lib/stats.js";
 import type { Scenario } from "../lib/types.js";
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -51,6 +55,7 @@ const { values } = parseArgs({
     scenarios: { type: "string" },
     settle: { type: "string", default: "0" },
     "cache-sim": { type: "boolean", default: false },
+    windows: { type: "string", default: "1" },
     ll: { type: "string" },
   },
 });
@@ -67,11 +72,12 @@ const targets = targetsNamed;
 const requests = Number(values.requests);
 const warmup = Number(values.warmup);
 const settleMs = Number(values.settle) * 1000;
+const windows = Number(values.windows);
 // valgrind checks the geometry itself (its sets must be a power of two): what it refuses ends the start with its message.
 const cacheArgs = values["cache-sim"] ? ["--cache-sim=yes", ...(values.ll === undefined ? [] : [`--LL=${values.ll}`])] : [];
 const known = [...ALL_TARGETS, ...VARIANT_TARGETS];
-if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || !(settleMs >= 0) || SCENARIOS.length === 0 || (values.ll !== undefined && !values["cache-sim"])) {
-  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--settle S] [--cache-sim [--ll SIZE,ASSOC,LINE]] [--scenarios "POST /books,POST /books keyed"]`);
+if (targets.some((t) => !known.includes(t)) || !(requests > 0) || !(warmup >= 0) || !(settleMs >= 0) || !(Number.isInteger(windows) && windows >= 1) || SCENARIOS.length === 0 || (values.ll !== undefined && !values["cache-sim"])) {
+  console.error(`usage: node --import tsx load-tests/bench.ts instructions [--targets ${known.join(",")}] [--requests N] [--warmup N] [--origin URL] [--accept-encoding VALUE] [--profile DIR] [--settle S] [--windows N] [--cache-sim [--ll SIZE,ASSOC,LINE]] [--scenarios "POST /books,POST /books keyed"]`);
   process.exit(2);
 }
 try {
@@ -138,8 +144,8 @@ function dumpInstructions(pid: number, outFile: string, keepAs?: string): number
  * discarded (its requests may have been half-handled) and run again; after COUNTED_ATTEMPTS the
  * last one is kept, divided by the answers it got, with a warning.
  */
-async function countedWindow(pid: number, outFile: string, run: () => Promise<Fired>, what: string): Promise<number> {
-  const keepAs = profileDir === undefined ? undefined : path.join(profileDir, `callgrind.${what.replace(/[^A-Za-z0-9]+/g, "-")}.out`);
+async function countedWindow(pid: number, outFile: string, run: () => Promise<Fired>, what: string, window?: number): Promise<number> {
+  const keepAs = profileDir === undefined ? undefined : path.join(profileDir, `callgrind.${what.replace(/[^A-Za-z0-9]+/g, "-")}${window === undefined ? "" : `.w${window}`}.out`);
   for (let attempt = 1; ; attempt++) {
     const fired = await run();
     const instructions = dumpInstructions(pid, outFile, keepAs);
@@ -151,7 +157,13 @@ async function countedWindow(pid: number, outFile: string, run: () => Promise<Fi
   }
 }
 
-async function measure(target: string): Promise<Map<string, number>> {
+/** One scenario's windows, per request: their median (what the tables compare) and all of them. */
+interface Counted {
+  median: number;
+  windows: number[];
+}
+
+async function measure(target: string): Promise<Map<string, Counted>> {
   const port = await freePort();
   const outFile = path.join(logDir, `callgrind-${target}.out`);
   const child = spawn("valgrind", ["--tool=callgrind", "--instr-atstart=no", ...cacheArgs, `--callgrind-out-file=${outFile}`, process.execPath, build.entry(target)], {
@@ -177,32 +189,37 @@ async function measure(target: string): Promise<Map<string, number>> {
   // Uncounted: a connection error here only costs a few warm-up requests.
   await fire(origin, WARMUP, warmup);
   execFileSync("callgrind_control", ["--instr=on", String(pid)], { stdio: "ignore" });
-  const perRequest = new Map<string, number>();
+  const perRequest = new Map<string, Counted>();
   for (const scenario of SCENARIOS) {
-    // A short run of this scenario alone, then a dump that discards it: the counted window starts
-    // in a steady state (no garbage or half-optimised code left over from the previous scenario).
-    await fire(origin, [scenario], Math.max(1000, Math.round(requests / 4)));
-    if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
-    dumpInstructions(pid, outFile);
-    perRequest.set(scenario.name, await countedWindow(pid, outFile, () => fire(origin, [scenario], requests), `${target} ${scenario.name}`));
+    const counted: number[] = [];
+    for (let window = 1; window <= windows; window++) {
+      // A short run of this scenario alone, then a dump that discards it: the counted window starts
+      // in a steady state (no garbage or half-optimised code left over from the previous scenario).
+      await fire(origin, [scenario], Math.max(1000, Math.round(requests / 4)));
+      if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
+      dumpInstructions(pid, outFile);
+      counted.push(await countedWindow(pid, outFile, () => fire(origin, [scenario], requests), `${target} ${scenario.name}`, windows > 1 ? window : undefined));
+    }
+    perRequest.set(scenario.name, { median: median(counted)!, windows: counted });
   }
   child.kill("SIGKILL");
   return perRequest;
 }
 
-console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, ${acceptEncoding === undefined ? "no Accept-Encoding" : `Accept-Encoding: ${acceptEncoding}`}${settleMs > 0 ? `, ${settleMs / 1000} s settle before each counted window` : ""}, node ${process.version}`);
-const results = new Map<string, Map<string, number>>();
+console.log(`instructions per request under callgrind: ${requests} requests per scenario after ${warmup} warm-up requests, ${values.origin === undefined ? "no Origin header" : `Origin: ${values.origin} on every request (CORS active)`}, ${acceptEncoding === undefined ? "no Accept-Encoding" : `Accept-Encoding: ${acceptEncoding}`}${settleMs > 0 ? `, ${settleMs / 1000} s settle before each counted window` : ""}${windows > 1 ? `, the median of ${windows} counted windows per scenario (each window's count in brackets)` : ""}, node ${process.version}`);
+const results = new Map<string, Map<string, Counted>>();
 for (const target of targets) {
   const started = Date.now();
   results.set(target, await measure(target));
-  console.log(`  ${target.padEnd(15)} ${SCENARIOS.map((s) => `${s.name} ${Math.round(results.get(target)!.get(s.name)!)}`).join(" | ")}  (${((Date.now() - started) / 1000).toFixed(0)} s)`);
+  const shown = (counted: Counted) => `${Math.round(counted.median)}${windows > 1 ? ` (${counted.windows.map(Math.round).join(", ")})` : ""}`;
+  console.log(`  ${target.padEnd(15)} ${SCENARIOS.map((s) => `${s.name} ${shown(results.get(target)!.get(s.name)!)}`).join(" | ")}  (${((Date.now() - started) / 1000).toFixed(0)} s)`);
 }
 const h3 = results.get("h3");
 console.log(`\n| target | ${SCENARIOS.map((s) => `${s.name} instr/req`).join(" | ")} |${h3 ? ` ${SCENARIOS.map((s) => `${s.name} h3 ÷ target`).join(" | ")} |` : ""}`);
 console.log(`| --- | ${SCENARIOS.map(() => "---").join(" | ")} |${h3 ? ` ${SCENARIOS.map(() => "---").join(" | ")} |` : ""}`);
 for (const [target, row] of results) {
-  const counts = SCENARIOS.map((s) => Math.round(row.get(s.name)!).toLocaleString("en-US"));
-  const ratios = h3 ? SCENARIOS.map((s) => (h3.get(s.name)! / row.get(s.name)!).toFixed(2)) : [];
+  const counts = SCENARIOS.map((s) => Math.round(row.get(s.name)!.median).toLocaleString("en-US"));
+  const ratios = h3 ? SCENARIOS.map((s) => (h3.get(s.name)!.median / row.get(s.name)!.median).toFixed(2)) : [];
   console.log(`| ${target} | ${counts.join(" | ")} |${h3 ? ` ${ratios.join(" | ")} |` : ""}`);
 }
 if (h3) console.log("\nh3 ÷ target: above 1 means fewer instructions per request than bare h3 (the same direction as the req/CPU-s ratio).");
