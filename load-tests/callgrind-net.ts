@@ -12,7 +12,7 @@
 // that happen to fall in it. Those are the first things to take out before comparing two targets.
 // JIT-compiled JavaScript has no symbols under callgrind: it shows as one "(JIT code)" line.
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { closeSync, openSync, readSync } from "node:fs";
 import * as path from "node:path";
 import { parseArgs } from "node:util";
 
@@ -41,10 +41,23 @@ function kindOf(name: string): Kind {
   return GC.test(qualified) ? "gc" : "net";
 }
 
-/** The events a callgrind file counted: `Ir` alone, or with the cache simulation's misses. */
+const events = new Map<string, string[]>();
+
+/** The events a callgrind file counted (`Ir` alone, or with the cache simulation's misses), read once from its header. */
 function eventsOf(file: string): string[] {
-  const header = readFileSync(file, "utf8").slice(0, 64 * 1024);
-  return /^events:\s*(.*)$/m.exec(header)?.[1]?.trim().split(/\s+/) ?? ["Ir"];
+  let found = events.get(file);
+  if (found === undefined) {
+    const start = Buffer.alloc(64 * 1024);
+    const fd = openSync(file, "r");
+    try {
+      const read = readSync(fd, start, 0, start.length, 0);
+      found = /^events:\s*(.*)$/m.exec(start.toString("utf8", 0, read))?.[1]?.trim().split(/\s+/) ?? ["Ir"];
+    } finally {
+      closeSync(fd);
+    }
+    events.set(file, found);
+  }
+  return found;
 }
 
 /** Self counts of `event` (instructions by default) for every function in one callgrind file, and the file's total. */
