@@ -12,9 +12,10 @@ export const ALL_TARGETS = [
 
 /**
  * Variants measured only where asked for by name (`--targets`), never in the default peer
- * comparison: keelson with one more feature on, against the plain `keelson` target.
+ * comparison: keelson with one more feature on, against the plain `keelson` target; and
+ * `node-http-full`, raw node:http doing keelson's full-stack work by hand (the floor of that work).
  */
-export const VARIANT_TARGETS: readonly string[] = ["keelson-ratelimit", "keelson-schemas", "keelson-compress", "keelson-idempotency", "keelson-ablate"];
+export const VARIANT_TARGETS: readonly string[] = ["node-http-full", "keelson-ratelimit", "keelson-schemas", "keelson-compress", "keelson-idempotency", "keelson-ablate"];
 
 /** Targets whose bundled cold start `make bench` also measures: keelson's full stack and its baseline. */
 export const BUNDLED_TARGETS: readonly string[] = ["h3", "keelson"];

@@ -20,6 +20,7 @@ const FULL_SDK: Work = { log: true, histogram: true, spans: true };
 /** Targets not listed emit nothing per response (the bare frameworks). */
 export const WORK: Readonly<Record<string, Work>> = {
   "fastify-logger": { log: true, histogram: false, spans: false },
+  "node-http-full": FULL,
   keelson: FULL,
   "keelson-schemas": FULL,
   "keelson-ratelimit": FULL,

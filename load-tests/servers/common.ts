@@ -1,5 +1,6 @@
 // Helpers shared by every server under test, so the only thing that differs
 // between targets is the framework code itself.
+import type { IncomingMessage } from "node:http";
 import * as net from "node:net";
 import * as os from "node:os";
 import * as path from "node:path";
@@ -77,3 +78,29 @@ export const newBookJsonSchema = {
     author: { type: "string" },
   },
 } as const;
+
+/** Largest body the node:http servers read. */
+export const MAX_BODY_BYTES = 1 << 20;
+
+/**
+ * The node:http servers' body read: every chunk kept up to MAX_BODY_BYTES, then `done` with the
+ * parsed JSON, or with the status and error of a body too large (413) or not JSON (400).
+ */
+export function readJSONBody(req: IncomingMessage, done: (parsed: unknown, status?: number, error?: string) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on("data", (chunk: Buffer) => {
+    size += chunk.length;
+    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
+  });
+  req.on("end", () => {
+    if (size > MAX_BODY_BYTES) return done(undefined, 413, "body too large");
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+    } catch {
+      return done(undefined, 400, "invalid JSON");
+    }
+    done(parsed);
+  });
+}

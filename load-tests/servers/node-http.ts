@@ -1,8 +1,6 @@
 // Raw node:http: the floor every framework is measured against.
 import * as http from "node:http";
-import { announceReady, book, createdBook, HOST, isNewBook, port } from "./common.js";
-
-const MAX_BODY_BYTES = 1 << 20;
+import { announceReady, book, createdBook, HOST, isNewBook, port, readJSONBody } from "./common.js";
 
 function send(res: http.ServerResponse, status: number, data: unknown): void {
   const body = JSON.stringify(data);
@@ -14,20 +12,8 @@ function send(res: http.ServerResponse, status: number, data: unknown): void {
 }
 
 function createBook(req: http.IncomingMessage, res: http.ServerResponse): void {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  req.on("data", (chunk: Buffer) => {
-    size += chunk.length;
-    if (size <= MAX_BODY_BYTES) chunks.push(chunk);
-  });
-  req.on("end", () => {
-    if (size > MAX_BODY_BYTES) return send(res, 413, { error: "body too large" });
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    } catch {
-      return send(res, 400, { error: "invalid JSON" });
-    }
+  readJSONBody(req, (parsed, status, error) => {
+    if (status !== undefined) return send(res, status, { error });
     if (!isNewBook(parsed)) return send(res, 422, { error: "invalid book" });
     send(res, 201, createdBook(parsed));
   });
