@@ -1,5 +1,6 @@
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
+import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { App, del, get, post, put, type KConfig } from "../src/index.js";
@@ -232,6 +233,7 @@ describe("oversized chunked bodies (real socket)", () => {
   beforeAll(async () => {
     const app = new App({ port: 0, logger: captureLogs().logger, bodyLimit: 256 * 1024 });
     app.route(post("/echo", (ctx) => ({ length: JSON.stringify(ctx.body).length })));
+    app.route(post("/echo-value", (ctx) => ctx.body as object));
     server = await listenOn(app);
   });
   afterAll(async () => {
@@ -249,6 +251,26 @@ describe("oversized chunked bodies (real socket)", () => {
   it("reads a chunked body under the limit", async () => {
     const res = await sendChunked(`${server.url}/echo`, 1, 100);
     expect(res).toEqual({ status: 200, body: JSON.stringify({ length: 100 }) });
+  });
+
+  it("joins a body that arrives in several reads, in order", async () => {
+    const value = { parts: ["first", "second", "third"], n: 3 };
+    const text = JSON.stringify(value);
+    const cuts = [0, 7, 19, text.length];
+    const socket = connect(server.port, "127.0.0.1");
+    await new Promise<void>((resolve) => socket.once("connect", resolve));
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (answer += chunk));
+    socket.write(`POST /echo-value HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${text.length}\r\nConnection: close\r\n\r\n`);
+    // Each piece is its own read on the server: the socket's writes are apart in time.
+    for (let i = 0; i + 1 < cuts.length; i++) {
+      await delay(30);
+      socket.write(text.slice(cuts[i], cuts[i + 1]));
+    }
+    await new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    expect(answer).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
+    expect(JSON.parse(answer.slice(answer.indexOf("\r\n\r\n") + 4))).toEqual(value);
   });
 });
 

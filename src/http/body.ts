@@ -1,4 +1,4 @@
-import type { IncomingMessage } from "node:http";
+import { IncomingMessage } from "node:http";
 import { assertBodySize, type H3Event } from "h3";
 import { limitRequestBody } from "srvx/body-limit";
 import { createError, type KError } from "../errors.js";
@@ -46,58 +46,107 @@ export function bodyIncomplete(cause: unknown) {
   return createError("BAD_REQUEST", "Request body was not fully received: the client closed the connection", cause);
 }
 
+/** A body being read from node's request, found there by the listeners below (`keelsonBodyRead`). */
+class NodeBodyRead {
+  /** The first chunk; the rest, when there are more, in `more`: one chunk needs no array. */
+  first: Buffer | undefined = undefined;
+  more: Buffer[] | undefined = undefined;
+  size = 0;
+  readonly limit: number;
+  readonly finish: (bytes: Buffer) => unknown;
+  readonly resolve: (value: unknown) => void;
+  readonly reject: (reason: unknown) => void;
+
+  constructor(limit: number, finish: (bytes: Buffer) => unknown, resolve: (value: unknown) => void, reject: (reason: unknown) => void) {
+    this.limit = limit;
+    this.finish = finish;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+}
+
+/**
+ * Node's request on keelson's own server (lifecycle.ts passes it to `createServer`): the field the
+ * body reader keeps its state in is there from the constructor on, so every request keeps one shape.
+ * On another server the reader adds the same named property to the request when it starts.
+ * @internal
+ */
+export class KeelsonIncomingMessage extends IncomingMessage {
+  keelsonBodyRead: NodeBodyRead | undefined = undefined;
+}
+
+type ReadRequest = IncomingMessage & { keelsonBodyRead?: NodeBodyRead | undefined; rawBody?: Buffer };
+
+// The listeners are the same four functions for every request (node calls them with the request as
+// `this`), not four closures made for each: a POST allocates the read's state and its promise only.
+function onBodyData(this: ReadRequest, chunk: Buffer): void {
+  const read = this.keelsonBodyRead;
+  if (read === undefined) return;
+  read.size += chunk.length;
+  if (read.size > read.limit) {
+    stopReading(this);
+    // Stop reading; the 413 response closes the connection, so the rest is never needed.
+    this.pause();
+    read.reject(tooLarge(read.limit));
+    return;
+  }
+  if (read.first === undefined) read.first = chunk;
+  else (read.more ??= [read.first]).push(chunk);
+}
+
+// Not cleaned up: after 'end' neither 'data' nor 'aborted' fires again, and a later 'error' finds
+// no read. Four removals on every request bought nothing.
+function onBodyEnd(this: ReadRequest): void {
+  const read = this.keelsonBodyRead;
+  if (read === undefined) return;
+  this.keelsonBodyRead = undefined;
+  const bytes = read.more !== undefined ? Buffer.concat(read.more, read.size) : read.first ?? Buffer.alloc(0);
+  // srvx's request answers its body readers from `rawBody` once the stream is spent: h3's
+  // readBody, readValidatedBody, readFormData and proxyRequest read these bytes again.
+  this.rawBody = bytes;
+  // `finish` may refuse the bytes (malformed JSON): a rejection, never a throw out of 'end'.
+  let value: unknown;
+  try {
+    value = read.finish(bytes);
+  } catch (error) {
+    read.reject(error);
+    return;
+  }
+  read.resolve(value);
+}
+
+function onBodyError(this: ReadRequest, error: Error): void {
+  const read = this.keelsonBodyRead;
+  if (read === undefined) return;
+  stopReading(this);
+  read.reject(bodyIncomplete(error));
+}
+
+function onBodyAborted(this: ReadRequest): void {
+  onBodyError.call(this, new Error("request aborted"));
+}
+
+function stopReading(req: ReadRequest): void {
+  req.keelsonBodyRead = undefined;
+  req.off("data", onBodyData);
+  req.off("end", onBodyEnd);
+  req.off("error", onBodyError);
+  req.off("aborted", onBodyAborted);
+}
+
 /**
  * Reads a Node request stream straight into one Buffer. Going through the web `Request`
  * (srvx's NodeRequest → ReadableStream, plus h3's size-limiting TransformStream) cost more than
- * the rest of a small POST together; this stays on Node streams and stops at the limit.
+ * the rest of a small POST together; this stays on Node streams and stops at the limit. The caller
+ * has checked that nothing reads the stream yet (it is not flowing), so no other read is under way.
  */
-function readNodeBody<T>(req: IncomingMessage, limit: number, finish: (bytes: Buffer) => T): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      req.off("data", onData);
-      req.off("end", onEnd);
-      req.off("error", onError);
-      req.off("aborted", onAborted);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        cleanup();
-        // Stop reading; the 413 response closes the connection, so the rest is never needed.
-        req.pause();
-        reject(tooLarge(limit));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    // Not cleaned up: after 'end' neither 'data' nor 'aborted' fires again, and a later 'error'
-    // meets a settled promise. Four removals on every request bought nothing.
-    const onEnd = () => {
-      const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size);
-      // srvx's request answers its body readers from `rawBody` once the stream is spent: h3's
-      // readBody, readValidatedBody, readFormData and proxyRequest read these bytes again.
-      (req as IncomingMessage & { rawBody?: Buffer }).rawBody = bytes;
-      // `finish` may refuse the bytes (malformed JSON): a rejection, never a throw out of 'end'.
-      let value: T;
-      try {
-        value = finish(bytes);
-      } catch (error) {
-        reject(error);
-        return;
-      }
-      resolve(value);
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(bodyIncomplete(error));
-    };
-    const onAborted = () => onError(new Error("request aborted"));
-    req.on("data", onData);
-    req.on("end", onEnd);
-    req.on("error", onError);
-    req.on("aborted", onAborted);
+function readNodeBody<T>(req: ReadRequest, limit: number, finish: (bytes: Buffer) => T): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    req.keelsonBodyRead = new NodeBodyRead(limit, finish, resolve as (value: unknown) => void, reject);
+    req.on("data", onBodyData);
+    req.on("end", onBodyEnd);
+    req.on("error", onBodyError);
+    req.on("aborted", onBodyAborted);
   });
 }
 

@@ -8,6 +8,7 @@ import { readJSONBody } from "./body.js";
 import { readFormBody, resolveFormLimits, type ReadForm } from "./form.js";
 import { readQuery } from "./query.js";
 import { noteStreamedBody } from "./long-response.js";
+import type { RequestState } from "./request-state.js";
 import { createCoercer, validateInput, type Coercer, type InputPart } from "./validate.js";
 
 type AnyHandler = Handler<unknown, unknown, unknown>;
@@ -99,8 +100,8 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown, event:
 }
 
 /** Hands `answer` what a route's continuation settles with: `failed` for a rejection (RequestState.answer). */
-function answerLater(answer: (outcome: unknown, failed: boolean) => void, outcome: Promise<unknown>): void {
-  outcome.then((value) => answer(value, false), (error: unknown) => answer(error, true));
+function answerLater(answer: NonNullable<RequestState["answer"]>, state: RequestState, outcome: Promise<unknown>): void {
+  outcome.then((value) => answer(state, value, false), (error: unknown) => answer(state, error, true));
 }
 
 /** How a route's handler result becomes a response, fixed when the route is compiled. */
@@ -223,23 +224,22 @@ export function compileRoute(
     const result = readJSONBody(event, bodyLimit, strictBody).then(
       (raw) => {
         // Read when the body is in, after keelson's own listener had the promise below back from h3.
-        const answer = state?.answer;
-        if (answer === undefined) return withBody(event, params, query, raw);
+        if (state?.answer === undefined) return withBody(event, params, query, raw);
+        const answer = state.answer;
         let outcome: unknown;
         try {
           outcome = withBody(event, params, query, raw);
         } catch (error) {
-          answer(error, true);
+          answer(state, error, true);
           return undefined;
         }
-        if (outcome instanceof Promise) answerLater(answer, outcome);
-        else answer(outcome, false);
+        if (outcome instanceof Promise) answerLater(answer, state, outcome);
+        else answer(state, outcome, false);
         return undefined;
       },
       (error: unknown) => {
-        const answer = state?.answer;
-        if (answer === undefined) throw error;
-        answer(error, true);
+        if (state?.answer === undefined) throw error;
+        state.answer(state, error, true);
       },
     );
     if (state !== undefined) state.routeResult = result;

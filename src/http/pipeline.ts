@@ -161,10 +161,9 @@ export class RequestPipeline {
         // The route's own promise, back from h3 unwrapped (no middleware between): the route's
         // continuation answers through `answer`, and nothing waits on the promise (RequestState.routeResult).
         if (state !== undefined && value === state.routeResult) {
-          state.answer = (outcome, failed) => {
-            if (failed) this.#respondWithH3(Promise.reject(outcome), event, request, res);
-            else this.#respond(outcome, event, request, res);
-          };
+          state.nodeRequest = request;
+          state.nodeResponse = res;
+          state.answer = this.#answer;
           return;
         }
         const pending = value;
@@ -181,6 +180,14 @@ export class RequestPipeline {
       failResponse(res);
     }
   }
+
+  /** RequestState.answer, for every request that `serveNode` does not wait on; never throws. */
+  readonly #answer = (state: RequestState, outcome: unknown, failed: boolean): void => {
+    const request = state.nodeRequest!;
+    const res = state.nodeResponse as StandardReasonResponse;
+    if (failed) this.#respondWithH3(Promise.reject(outcome), state.event, request, res);
+    else this.#respond(outcome, state.event, request, res);
+  };
 
   /** Never throws: it runs in promise reactions, where a throw would be an unhandled rejection. */
   #respond(value: unknown, event: H3Event, request: ServerRequest, res: StandardReasonResponse): void {

@@ -1,4 +1,6 @@
 import type { H3Event } from "h3";
+import type { ServerResponse } from "node:http";
+import type { ServerRequest } from "srvx";
 import type { Span } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { RequestLogger } from "../logging/request-logger.js";
@@ -56,8 +58,16 @@ export class RequestState {
    * with, and the listener waits on nothing (pipeline.ts, `serveNode`).
    */
   routeResult: Promise<unknown> | undefined;
-  /** Set by keelson's own listener for a `routeResult` it does not wait on: `failed` for a thrown or rejected outcome. */
-  answer: ((outcome: unknown, failed: boolean) => void) | undefined;
+  /**
+   * Set by keelson's own listener for a `routeResult` it does not wait on: called with this state, and
+   * `failed` for a thrown or rejected outcome. One function of the App's, not a closure per request:
+   * what it writes to is in `nodeRequest` and `nodeResponse`.
+   */
+  answer: ((state: RequestState, outcome: unknown, failed: boolean) => void) | undefined;
+  /** The request `answer` answers: srvx's, as keelson's own listener made it. */
+  nodeRequest: ServerRequest | undefined;
+  /** Node's response `answer` writes to. */
+  nodeResponse: ServerResponse | undefined;
 
   constructor(event: H3Event, start: number, span: Span, requestId: string, appLogger: Logger) {
     this.event = event;
@@ -75,6 +85,8 @@ export class RequestState {
     this.idempotency = undefined;
     this.routeResult = undefined;
     this.answer = undefined;
+    this.nodeRequest = undefined;
+    this.nodeResponse = undefined;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */

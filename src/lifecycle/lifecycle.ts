@@ -7,6 +7,7 @@ import type { ShutdownHook } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
 import { Connections, type Abandoned } from "./connections.js";
 import { StandardReasonResponse } from "../http/status-line.js";
+import { KeelsonIncomingMessage } from "../http/body.js";
 import type { OpenStreams } from "../http/open-streams.js";
 import { errorMessage } from "../errors.js";
 
@@ -137,6 +138,7 @@ export class Lifecycle {
     // keeps srvx from installing signal handlers of its own (it does so only outside CI).
     // srvx directly, not h3's serve(): it serves the App's fetch (which logs and measures), not the H3's.
     // StandardReasonResponse: the status line carries its reason phrase (`200 OK`, not `200 `).
+    // KeelsonIncomingMessage: the body reader's field is on every request from the start (http/body.ts).
     // shouldUpgradeCallback: only a WebSocket upgrade leaves the HTTP path (Node ≥ 22.21; before it,
     // any Upgrade request goes to the upgrade handler, which answers it through the App all the same).
     const upgrade = this.#options.upgrade;
@@ -144,7 +146,7 @@ export class Lifecycle {
       fetch, port, hostname: host, silent: true, gracefulShutdown: false, reusePort,
       // host again in node's own options: srvx would read HOST itself when it is undefined, and
       // whether HOST applies is the config's decision (resolveConfig), not the server's.
-      node: { host, exclusive: reusePort, ServerResponse: StandardReasonResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
+      node: { host, exclusive: reusePort, IncomingMessage: KeelsonIncomingMessage, ServerResponse: StandardReasonResponse, ...(upgrade && { shouldUpgradeCallback: isWebSocketUpgrade }) },
     });
     const node = server.node?.server as NodeServer | undefined;
     // Swapped in this same turn: serve() may have bound already, but node hands over a connection only on a later turn.
