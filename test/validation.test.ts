@@ -228,7 +228,7 @@ function sendChunked(url: string, chunks: number, chunkSize: number): Promise<{ 
   });
 }
 
-describe("oversized chunked bodies (real socket)", () => {
+describe("chunked, oversized and split bodies (real socket)", () => {
   let server: Listening;
   beforeAll(async () => {
     const app = new App({ port: 0, logger: captureLogs().logger, bodyLimit: 256 * 1024 });

@@ -116,11 +116,17 @@ const server = http.createServer((req, res) => {
     case "/books":
       return createBook(req, answer);
     case "/metrics":
-      void registry.metrics().then((text) => {
-        res.writeHead(200, { "content-type": registry.contentType });
-        res.end(text);
-        span.end();
-      });
+      registry.metrics().then(
+        (text) => {
+          res.writeHead(200, { "content-type": registry.contentType });
+          res.end(text);
+          span.end();
+        },
+        () => {
+          res.writeHead(500).end();
+          span.end();
+        },
+      );
       return;
     default:
       return answer(404, { error: "not found" });
