@@ -86,7 +86,7 @@ export const MAX_BODY_BYTES = 1 << 20;
  * The node:http servers' body read: every chunk kept up to MAX_BODY_BYTES, then `done` with the
  * parsed JSON, or with the status and error of a body too large (413) or not JSON (400).
  */
-export function readJSONBody(req: IncomingMessage, done: (parsed: unknown, status?: number, error?: string) => void): void {
+export function collectJSONBody(req: IncomingMessage, done: (parsed: unknown, status?: number, error?: string) => void): void {
   const chunks: Buffer[] = [];
   let size = 0;
   req.on("data", (chunk: Buffer) => {

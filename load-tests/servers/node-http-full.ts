@@ -14,7 +14,7 @@ import { performance } from "node:perf_hooks";
 import { SpanKind, trace } from "@opentelemetry/api";
 import { collectDefaultMetrics, Histogram, Registry } from "prom-client";
 import { z } from "zod";
-import { announceReady, book, createdBook, HOST, logFile, port, readJSONBody } from "./common.js";
+import { announceReady, book, collectJSONBody, createdBook, HOST, logFile, port } from "./common.js";
 
 const BookSchema = z.object({ title: z.string().min(1).max(200), author: z.string() });
 
@@ -72,7 +72,7 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, route: string
 }
 
 function createBook(req: http.IncomingMessage, done: (status: number, data: unknown) => void): void {
-  readJSONBody(req, (parsed, status, error) => {
+  collectJSONBody(req, (parsed, status, error) => {
     if (status !== undefined) return done(status, { error });
     const result = BookSchema.safeParse(parsed);
     if (!result.success) return done(422, { error: "invalid book", issues: result.error.issues });

@@ -1,6 +1,6 @@
 // Raw node:http: the floor every framework is measured against.
 import * as http from "node:http";
-import { announceReady, book, createdBook, HOST, isNewBook, port, readJSONBody } from "./common.js";
+import { announceReady, book, collectJSONBody, createdBook, HOST, isNewBook, port } from "./common.js";
 
 function send(res: http.ServerResponse, status: number, data: unknown): void {
   const body = JSON.stringify(data);
@@ -12,7 +12,7 @@ function send(res: http.ServerResponse, status: number, data: unknown): void {
 }
 
 function createBook(req: http.IncomingMessage, res: http.ServerResponse): void {
-  readJSONBody(req, (parsed, status, error) => {
+  collectJSONBody(req, (parsed, status, error) => {
     if (status !== undefined) return send(res, status, { error });
     if (!isNewBook(parsed)) return send(res, 422, { error: "invalid book" });
     send(res, 201, createdBook(parsed));

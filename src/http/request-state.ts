@@ -60,7 +60,7 @@ export class RequestState {
   routeResult: Promise<unknown> | undefined;
   /**
    * Set by keelson's own listener for a `routeResult` it does not wait on: called with this state, and
-   * `failed` for a thrown or rejected outcome. One function of the App's, not a closure per request:
+   * `failed` for a thrown or rejected outcome. One function of the pipeline's, not a closure per request:
    * what it writes to is in `nodeRequest` and `nodeResponse`.
    */
   answer: ((state: RequestState, outcome: unknown, failed: boolean) => void) | undefined;
