@@ -60,6 +60,13 @@ export interface RouteTable {
   install(module: Module, router: Router): void;
 }
 
+let readPipeline: (app: App) => RequestPipeline;
+
+/** @internal The App's request pipeline, for tests that look at how its requests were served. */
+export function pipelineOf(app: App): RequestPipeline {
+  return readPipeline(app);
+}
+
 /**
  * The application: an h3 app with request logging, CORS, panic recovery, the KError → JSON
  * error handler, GET /health and the docs routes installed, plus the process lifecycle.
@@ -87,6 +94,9 @@ export class App implements Router {
   readonly #startup: Promise<unknown>[] = [];
   readonly #lifecycle: Lifecycle;
   readonly #pipeline: RequestPipeline;
+  static {
+    readPipeline = (app) => app.#pipeline;
+  }
   readonly #table: RouteTable;
   #jobs: JobScheduler | undefined;
   readonly #shedder: LoadShedder | undefined;

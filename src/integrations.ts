@@ -95,6 +95,19 @@ const NOOP_SPAN: Span = Object.freeze({
   end() {},
 });
 
+/**
+ * A method of keelson's own tracers, true while the next request's span would record nothing and
+ * `startRequestSpan` would return the no-op span without reading the request: keelson's own listener
+ * may then serve the request without making the h3 event that call takes (pipeline.ts).
+ * @internal
+ */
+export const RECORDS_NOTHING: unique symbol = Symbol("keelson.tracer.recordsNothing");
+
+/** True when `tracer` is the no-op tracer, or one of keelson's that would record nothing now. */
+export function recordsNothing(tracer: Tracer): boolean {
+  return tracer === noopTracer || (tracer as { [RECORDS_NOTHING]?: () => boolean })[RECORDS_NOTHING]?.() === true;
+}
+
 /** The default tracer: records nothing and costs nothing. */
 export const noopTracer: Tracer = Object.freeze({
   startRequestSpan: () => NOOP_SPAN,

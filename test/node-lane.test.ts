@@ -8,11 +8,12 @@
  */
 import { createServer, type Server } from "node:http";
 import { connect } from "node:net";
-import { onResponse, setResponseHeader, setResponseStatus, type H3Event, type Middleware } from "h3";
+import { getRequestHeader, onResponse, removeRoute, setResponseHeader, setResponseStatus, type H3Event, type Middleware } from "h3";
 import { toNodeHandler } from "srvx/node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { App, created, get, json, KError, post } from "../src/index.js";
+import { App, created, get, json, KError, post, type KConfig } from "../src/index.js";
+import { pipelineOf } from "../src/app.js";
 import { StandardReasonResponse } from "../src/http/status-line.js";
 import { captureLogs, type LogCapture } from "./helpers/logs.js";
 import { listenOn, type Listening } from "./helpers/listen.js";
@@ -21,8 +22,8 @@ const Book = z.object({ title: z.string(), author: z.string() });
 const Stored = z.object({ id: z.string(), title: z.string(), author: z.string() });
 
 /** `globalMiddleware`: false leaves out the App's one `use()` middleware, which stands between h3 and every route. */
-function build(logs: LogCapture, hook?: (app: App) => void, globalMiddleware = true): App {
-  const app = new App({ port: 0, serviceName: "lane", env: "development", logger: logs.logger });
+function build(logs: LogCapture, hook?: (app: App) => void, globalMiddleware = true, config: Partial<KConfig> = {}): App {
+  const app = new App({ port: 0, serviceName: "lane", env: "development", logger: logs.logger, ...config });
   app.route(get("/plain", () => ({ a: 1, text: "ünïcode" })));
   app.route(get("/books/:id", (ctx) => ({ id: ctx.params.id })));
   app.route(get("/status", () => json({ x: 1 }, 202)));
@@ -67,6 +68,24 @@ function build(logs: LogCapture, hook?: (app: App) => void, globalMiddleware = t
     throw new Error("boom");
   }));
   app.route(post("/any", (ctx) => ({ got: ctx.body ?? null })));
+  // What a handler reads of its request: a static route's lane makes the h3 event only when asked.
+  app.route(get("/query", (ctx) => ({ q: ctx.query })));
+  app.route(get("/who", (ctx) => {
+    ctx.logger.info("who asked");
+    return { id: ctx.requestId, auth: ctx.auth ?? null, span: ctx.span.traceId };
+  }));
+  app.route(get("/header", (ctx) => ({ agent: getRequestHeader(ctx.event, "x-agent") ?? null })));
+  app.route(get("/lang", (ctx) => ({ lang: ctx.lang })));
+  app.route(get("/cyclic-route", () => json(cyclic)));
+  app.route(get("/later-crash", async () => {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    throw new KError("CONFLICT", 409, "later");
+  }));
+  app.route(post("/small", { body: Book, bodyLimit: 16 }, (ctx) => created({ id: "11", ...ctx.body })));
+  app.route(post("/status-body", { body: Book }, (ctx) => {
+    setResponseStatus(ctx.event, 202);
+    return { accepted: ctx.body.title };
+  }));
   hook?.(app);
   return app;
 }
@@ -77,6 +96,15 @@ const stamp: Middleware = async (event, next) => {
   setResponseHeader(event, "x-mw", "1");
   return value;
 };
+
+/**
+ * Every other line of a request (the handler's own, a 5xx's error line): its level, its first line (a
+ * stack trace names other functions) and its request id, a generated one as "-"; sorted.
+ */
+function otherLines(entries: Record<string, unknown>[]): string[] {
+  return entries.filter((entry) => !("status" in entry) && "request_id" in entry)
+    .map(({ level, message, request_id }) => comparable(`${String(level)} ${String(message).split("\n")[0]} "request_id":"${String(request_id)}"`)).toSorted();
+}
 
 /** The request lines of a JSON capture, as `METHOD path status`, sorted. */
 function requestLines(entries: Record<string, unknown>[]): string[] {
@@ -107,6 +135,7 @@ function comparable(answer: string): string {
 }
 
 interface Pair {
+  app: App;
   lane: Listening;
   reference: Server;
   referencePort: number;
@@ -114,15 +143,16 @@ interface Pair {
   referenceLogs: LogCapture;
 }
 
-async function startPair(hook?: (app: App) => void, globalMiddleware = true): Promise<Pair> {
+async function startPair(hook?: (app: App) => void, globalMiddleware = true, config: Partial<KConfig> = {}): Promise<Pair> {
   const laneLogs = captureLogs("json");
   const referenceLogs = captureLogs("json");
-  const lane = await listenOn(build(laneLogs, hook, globalMiddleware));
-  const referenceApp = build(referenceLogs, hook, globalMiddleware);
+  const app = build(laneLogs, hook, globalMiddleware, config);
+  const lane = await listenOn(app);
+  const referenceApp = build(referenceLogs, hook, globalMiddleware, config);
   const reference = createServer({ ServerResponse: StandardReasonResponse }, toNodeHandler(referenceApp.fetch) as Parameters<typeof createServer>[1]);
   await new Promise<void>((resolve) => reference.listen(0, "127.0.0.1", resolve));
   const address = reference.address();
-  return { lane, reference, referencePort: typeof address === "object" && address ? address.port : 0, laneLogs, referenceLogs };
+  return { app, lane, reference, referencePort: typeof address === "object" && address ? address.port : 0, laneLogs, referenceLogs };
 }
 
 async function stopPair(pair: Pair): Promise<void> {
@@ -136,6 +166,12 @@ function get1(path: string, extra = ""): string {
 
 function post1(path: string, body: string, type = "application/json"): string {
   return `POST ${path} HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
+
+/** A POST whose JSON body comes in `parts`, with `Transfer-Encoding: chunked` and no Content-Length. */
+function postChunked(path: string, parts: readonly string[]): string {
+  const chunks = parts.map((part) => `${Buffer.byteLength(part).toString(16)}\r\n${part}\r\n`).join("");
+  return `POST ${path} HTTP/1.1\r\nHost: lane.test\r\nConnection: close\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`;
 }
 
 const CASES: ReadonlyArray<[string, string]> = [
@@ -176,17 +212,41 @@ const CASES: ReadonlyArray<[string, string]> = [
   ["an absolute-form target", get1("http://lane.test/plain")],
   ["an Origin", get1("/plain", "Origin: https://app.example.com\r\n")],
   ["/health", get1("/health")],
+  ["a query string the handler reads", get1("/query?x=1&y=%20&y=2")],
+  ["the request id, logger, auth and span a handler reads", get1("/who", "X-Request-Id: client-id-2\r\n")],
+  ["a request header read through ctx.event", get1("/header", "X-Agent: tester\r\n")],
+  ["the language", get1("/lang", "Accept-Language: de-DE,de;q=0.9\r\n")],
+  ["a json() the route's handler returns that JSON.stringify refuses", get1("/cyclic-route")],
+  ["a KError after an await", get1("/later-crash")],
+  ["a body over the route's limit, by its Content-Length", post1("/small", '{"title":"Dune","author":"Frank Herbert"}')],
+  ["a chunked body", postChunked("/books", ['{"title":"Dune",', '"author":"Frank Herbert"}'])],
+  ["a Content-Length of 0 on a route with a body schema", post1("/books", "")],
+  ["a JSON media type with a suffix", post1("/books", '{"title":"Dune","author":"Frank Herbert"}', "application/vnd.api+json")],
+  ["a body with an Origin", post1("/books", '{"title":"Dune","author":"Frank Herbert"}').replace("Connection: close\r\n", "Connection: close\r\nOrigin: https://app.example.com\r\n")],
+  ["a status set through ctx.event after the body", post1("/status-body", '{"title":"Dune","author":"Frank Herbert"}')],
+  ["a static path with a trailing slash", get1("/plain/")],
+  ["a static path spelled with a percent-encoding", get1("/pl%61in")],
 ];
 
 // Without middleware in front of a route that reads a body, h3 hands the route's own promise back and
 // the route's continuation answers itself (RequestState.routeResult); with one, the listener waits on it.
+/**
+ * The cases a lane serves when no middleware stands in front of the routes: a route's static path,
+ * exactly (not /health, whose route has its own middleware, nor /cyclic, which has no route then).
+ */
+const LANE_CASES = CASES.filter(([, request]) => /^(?:GET|POST) \/(?!books\/|mw\/|nope|plain\/|pl%|health|cyclic )[^ ?]*[ ?]/.test(request) && !request.startsWith("POST /plain "));
+
+// Without middleware in front of a route that reads a body, h3 hands the route's own promise back and
+// the route's continuation answers itself (RequestState.routeResult); with one, the listener waits on it.
+// Without middleware, a static route is also served by its lane, with no h3 event unless asked for.
 describe.each([
-  ["with a middleware in front of every route", true],
-  ["with no middleware in front of the routes", false],
-])("keelson's own listener answers as srvx's would, %s", (_variant, globalMiddleware) => {
+  ["with a middleware in front of every route", true, {}],
+  ["with no middleware in front of the routes", false, {}],
+  ["with no middleware and CORS for listed origins, with credentials", false, { cors: { origin: ["https://app.example.com"], credentials: true, exposeHeaders: ["x-total"] } }],
+] as const)("keelson's own listener answers as srvx's would, %s", (_variant, globalMiddleware, config: Partial<KConfig>) => {
   let pair: Pair;
   beforeAll(async () => {
-    pair = await startPair(undefined, globalMiddleware);
+    pair = await startPair(undefined, globalMiddleware, config);
   });
   afterAll(() => stopPair(pair));
 
@@ -196,10 +256,43 @@ describe.each([
     expect(comparable(fromLane)).toBe(comparable(fromReference));
   });
 
-  it("logs the same request lines, one per request", () => {
+  it("logs the same lines, one request line per request", () => {
     const fromLane = requestLines(pair.laneLogs.entries());
     expect(fromLane.length).toBe(CASES.length);
     expect(fromLane).toEqual(requestLines(pair.referenceLogs.entries()));
+    expect(otherLines(pair.laneLogs.entries())).toEqual(otherLines(pair.referenceLogs.entries()));
+  });
+
+  it(globalMiddleware ? "served none of them by a lane" : "served exactly the static routes' requests by their lanes", () => {
+    expect(LANE_CASES.length).toBeGreaterThan(20);
+    expect(pipelineOf(pair.app).laneRequests, LANE_CASES.map(([name]) => name).join("\n")).toBe(globalMiddleware ? 0 : LANE_CASES.length);
+  });
+});
+
+describe("keelson's lanes give way to what h3 is given after listen()", () => {
+  let pair: Pair;
+  beforeAll(async () => {
+    pair = await startPair(undefined, false);
+  });
+  afterAll(() => stopPair(pair));
+
+  it("runs middleware added to httpEngine, and no longer serves a route h3's removeRoute took out", async () => {
+    const before = pipelineOf(pair.app).laneRequests;
+    expect(await exchange(pair.lane.port, get1("/plain"))).toMatch(/^HTTP\/1\.1 200 /);
+    expect(pipelineOf(pair.app).laneRequests).toBe(before + 1);
+
+    pair.app.httpEngine.use((event: H3Event) => {
+      setResponseHeader(event, "x-late", "1");
+    });
+    const answer = await exchange(pair.lane.port, get1("/plain"));
+    expect(answer).toMatch(/^HTTP\/1\.1 200 /);
+    expect(answer).toMatch(/^x-late: 1$/im);
+    expect(pipelineOf(pair.app).laneRequests).toBe(before + 1);
+
+    // h3 no longer has the route; keelson's own route list still does, so its answer is a 405.
+    removeRoute(pair.app.httpEngine, "GET", "/status");
+    expect(await exchange(pair.lane.port, get1("/status"))).toMatch(/^HTTP\/1\.1 405 /);
+    expect(pipelineOf(pair.app).laneRequests).toBe(before + 1);
   });
 });
 

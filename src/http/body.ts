@@ -2,6 +2,7 @@ import { IncomingMessage } from "node:http";
 import { assertBodySize, type H3Event } from "h3";
 import { limitRequestBody } from "srvx/body-limit";
 import { createError, type KError } from "../errors.js";
+import type { RequestState } from "./request-state.js";
 
 const JSON_TYPE = /^application\/(?:[\w.+-]*\+)?json\b/i;
 
@@ -308,4 +309,19 @@ export function readJSONBody(event: H3Event, limit: number, strict = true): Prom
   } catch (error) {
     return Promise.reject(error);
   }
+}
+
+/**
+ * `readJSONBody` for a lane's request (pipeline.ts), which has no h3 event yet: the usual body (a
+ * Content-Length within the limit, a JSON media type or none, a stream nothing reads yet) is read
+ * straight from node's request into srvx's `rawBody`, as `readJSONBody` reads it. Anything else
+ * makes the event and takes `readJSONBody` itself, so every other case is answered by the same code.
+ */
+export function readLaneJSONBody(req: IncomingMessage, state: RequestState, limit: number, strict: boolean): Promise<unknown> {
+  const { "content-length": length, "content-type": type } = req.headers;
+  if (length !== undefined && length !== "0" && Number(length) <= limit && (type === undefined || type === "application/json" || JSON_TYPE.test(type)) &&
+    !req.readableEnded && !req.readableFlowing && !req.destroyed) {
+    return readNodeBody(req, limit, parseBytes);
+  }
+  return readJSONBody(state.event, limit, strict);
 }

@@ -8,7 +8,7 @@ import { NotJSONBody } from "./body.js";
 import { negotiateLanguage } from "./language.js";
 import { readQuery, type RawQuery } from "./query.js";
 import { generateRequestId } from "./request-id.js";
-import { logThreshold } from "./request-state.js";
+import { logThreshold, type RequestState } from "./request-state.js";
 import type { OpenStreams } from "./open-streams.js";
 
 /** Who a request is, as an auth middleware established it: `ctx.auth`. */
@@ -56,7 +56,9 @@ export interface ContextServices {
  * the constructor; `query` and `lang` are computed on first use.
  */
 export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknown> {
-  readonly event: H3Event;
+  #event: H3Event | undefined;
+  /** A lane's request (pipeline.ts): its state, which makes the event when it is first asked for. */
+  readonly #state: RequestState | undefined;
   /** Path parameters, URL-decoded (validated when the route has a `params` schema). */
   readonly params: P;
   readonly #body: B | NotJSONBody;
@@ -64,13 +66,25 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
   #parsedQuery: Q | undefined;
   #language: string | undefined;
 
-  constructor(event: H3Event, services: ContextServices, params: P, query: Q | undefined, body: B | NotJSONBody) {
-    this.event = event;
+  /** `event` undefined only with `state`: a request keelson's own listener serves without an h3 event (yet). */
+  constructor(event: H3Event | undefined, services: ContextServices, params: P, query: Q | undefined, body: B | NotJSONBody, state?: RequestState) {
+    this.#event = event;
+    this.#state = state;
     this.#services = services;
     this.params = params;
     this.#parsedQuery = query;
     this.#body = body;
     this.#language = undefined;
+  }
+
+  /** The request's h3 event, for h3's own utilities (`getCookie(ctx.event, …)`, `setResponseStatus`, …). */
+  get event(): H3Event {
+    return this.#event ?? (this.#event = this.#state!.event);
+  }
+
+  /** keelson's state of the request, without making an event for it. */
+  #keelson(): RequestState | undefined {
+    return this.#state ?? this.#event!.context.keelson;
   }
 
   /**
@@ -98,7 +112,7 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
    * ctx.logger.child({ book_id: ctx.params.id }).warn("stock is low: %d left", 2);
    */
   get logger(): RequestLogger {
-    const state = this.event.context.keelson;
+    const state = this.#keelson();
     if (state !== undefined) return state.logger(this.#services.logger);
     const base = this.#services.logger;
     return RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, "");
@@ -111,7 +125,7 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
    */
   get requestId(): string {
     // The App's onRequest always sets the state; a context built by hand outside an App gets a new id.
-    return this.event.context.keelson?.requestId ?? generateRequestId();
+    return this.#keelson()?.requestId ?? generateRequestId();
   }
 
   /** The request's language: Accept-Language matched against the translator's languages. */
@@ -138,12 +152,14 @@ export class HandlerContext<P = Record<string, string>, Q = RawQuery, B = unknow
    * `basicAuth`) established it; undefined on a route without one.
    */
   get auth(): AuthInfo | undefined {
-    return this.event.context.auth;
+    // A lane's route has no middleware, so nothing set it unless the handler made the event.
+    const event = this.#event ?? this.#state?.madeEvent;
+    return event?.context.auth;
   }
 
   /** The request's server span (a no-op span unless a tracer is set). */
   get span(): Span {
-    return this.event.context.keelson?.span ?? this.#services.tracer.startSpan("noop");
+    return this.#keelson()?.span ?? this.#services.tracer.startSpan("noop");
   }
 
   /** @internal The App's logger, for stream routes whose lines outlive the request's head. */

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { HTTPResponse, type H3Event } from "h3";
 import { nodeRequestHeaders, setCheckedResponseHeader, setResponseHeader } from "./headers.js";
+import { setCheckedPendingHeader, setPendingHeader, type StandardReasonResponse } from "./status-line.js";
 
 const DEFAULT_METHODS = ["GET", "HEAD", "PUT", "PATCH", "POST", "DELETE"];
 const DEFAULT_MAX_AGE = 600;
@@ -27,6 +28,11 @@ export interface CorsConfig {
 /** The resolved CORS policy: `apply` runs on every request, `preflight` answers OPTIONS. */
 export interface Cors {
   apply(event: H3Event): void;
+  /**
+   * `apply` for a request keelson's own listener serves without an h3 event (pipeline.ts): the same
+   * headers, from node's `Origin` header into the response's header bag.
+   */
+  applyToNode(origin: string | undefined, res: StandardReasonResponse): void;
   preflight(event: H3Event): HTTPResponse;
 }
 
@@ -69,6 +75,18 @@ function refuseAnyOriginWithCredentials(config: CorsConfig, allows: (origin: str
   );
 }
 
+/** How CORS's headers are set: `checked` for constant names and values, `any` for one the client sent. */
+interface HeaderSetters<T> {
+  checked(target: T, name: string, value: string): void;
+  any(target: T, name: string, value: string): void;
+}
+const EVENT_SETTERS: HeaderSetters<H3Event> = { checked: setCheckedResponseHeader, any: setResponseHeader };
+/** Into the bag of keelson's own response, checked as `setResponseHeader` checks a value there. */
+const NODE_SETTERS: HeaderSetters<StandardReasonResponse> = {
+  checked: (res, name, value) => void setCheckedPendingHeader(res, name, value),
+  any: (res, name, value) => void setPendingHeader(res, name, value),
+};
+
 /** Builds the CORS policy once; every per-request decision after that is a lookup. */
 export function createCors(config: CorsConfig): Cors {
   const credentials = config.credentials === true;
@@ -84,27 +102,27 @@ export function createCors(config: CorsConfig): Cors {
   // Any origin never comes with credentials (refused above), so it is always answered with `*`.
   const wildcard = config.origin === undefined || config.origin === "*";
 
-  function allowOrigin(event: H3Event, origin: string): boolean {
-    if (!allows(origin)) return false;
+  /** The response headers for `origin` (null: none sent), set on `target` through `set`. */
+  function applyTo<T>(target: T, origin: string | null, set: HeaderSetters<T>): void {
+    // When the answer depends on the Origin, every response says so, including those
+    // without CORS headers: else a shared cache could hand one origin's answer to another.
+    if (!wildcard) set.checked(target, "vary", "Origin");
+    if (origin === null || !allows(origin)) return;
     // The constant names and values skip the checks a value the client sent still gets.
-    if (wildcard) setCheckedResponseHeader(event, "access-control-allow-origin", "*");
-    else setResponseHeader(event, "access-control-allow-origin", origin);
-    if (credentials) setCheckedResponseHeader(event, "access-control-allow-credentials", "true");
-    return true;
+    if (wildcard) set.checked(target, "access-control-allow-origin", "*");
+    else set.any(target, "access-control-allow-origin", origin);
+    if (credentials) set.checked(target, "access-control-allow-credentials", "true");
+    if (exposeHeaders) set.any(target, "access-control-expose-headers", exposeHeaders);
   }
 
   return {
     apply(event) {
-      // When the answer depends on the Origin, every response says so, including those
-      // without CORS headers: else a shared cache could hand one origin's answer to another.
-      if (!wildcard) setCheckedResponseHeader(event, "vary", "Origin");
       // Most requests (same-origin, servers, probes) carry no Origin: on Node, one property read.
       const headers = nodeRequestHeaders(event);
-      const origin = headers === undefined ? event.req.headers.get("origin") : (headers.origin ?? null);
-      if (origin === null) return;
-      if (allowOrigin(event, origin) && exposeHeaders) {
-        setResponseHeader(event, "access-control-expose-headers", exposeHeaders);
-      }
+      applyTo(event, headers === undefined ? event.req.headers.get("origin") : (headers.origin ?? null), EVENT_SETTERS);
+    },
+    applyToNode(origin, res) {
+      applyTo(res, origin ?? null, NODE_SETTERS);
     },
     preflight(event) {
       const headers: Record<string, string> = {};

@@ -4,11 +4,12 @@ import { HandlerContext, type ContextServices } from "./context.js";
 import { jsonText, JSONValueResponse, noContent } from "./results.js";
 import { responseSerializers, type ResponseSerializers } from "./response-schema.js";
 import type { Handler, Route } from "./route.js";
-import { readJSONBody } from "./body.js";
+import { readJSONBody, readLaneJSONBody } from "./body.js";
 import { readFormBody, resolveFormLimits, type ReadForm } from "./form.js";
 import { readQuery } from "./query.js";
 import { noteStreamedBody } from "./long-response.js";
-import type { RequestState } from "./request-state.js";
+import type { IncomingMessage } from "node:http";
+import { RequestState, type Lane } from "./request-state.js";
 import { createCoercer, validateInput, type Coercer, type InputPart } from "./validate.js";
 
 type AnyHandler = Handler<unknown, unknown, unknown>;
@@ -43,8 +44,22 @@ export const EVENT_RES = Symbol.for("h3.internal.event.res");
  * Read through h3's own key rather than `event.res`, whose getter would build the object on every
  * request that never touched it; test/h3-compat-response.test.ts notices if h3 moves it.
  */
-function preparedStatus(event: H3Event): number | undefined {
-  return (event as unknown as Record<symbol, { status?: number } | undefined>)[EVENT_RES]?.status || undefined;
+function preparedStatus(event: H3Event | undefined): number | undefined {
+  return (event as unknown as Record<symbol, { status?: number } | undefined> | undefined)?.[EVENT_RES]?.status || undefined;
+}
+
+/**
+ * Whose result is settled: an h3 event, or the state of a lane's request (pipeline.ts), which has no
+ * event until something asks for one. Nothing could have set a status on an event not made yet.
+ */
+type Source = H3Event | RequestState;
+
+function madeEvent(source: Source): H3Event | undefined {
+  return source instanceof RequestState ? source.madeEvent : source;
+}
+
+function eventOf(source: Source): H3Event {
+  return source instanceof RequestState ? source.event : source;
 }
 
 /**
@@ -53,18 +68,18 @@ function preparedStatus(event: H3Event): number | undefined {
  * A status the handler set on `event.res` wins over keelson's defaults (200, 204 for undefined), as
  * it does in h3; a json()/created() response keeps its own, as an h3 HTTPResponse with a status does.
  */
-function toResult(value: unknown, event: H3Event): unknown {
+function toResult(value: unknown, source: Source): unknown {
   if (value instanceof JSONValueResponse) return value.written();
   if (value === undefined) {
     // No status here: h3 takes the one the handler set (it answers an empty body with it).
-    return preparedStatus(event) === undefined ? noContent() : new HTTPResponse(null);
+    return preparedStatus(madeEvent(source)) === undefined ? noContent() : new HTTPResponse(null);
   }
-  if (isJSONValue(value)) return jsonText(value, JSON.stringify(value), preparedStatus(event));
-  noteStreamedBody(value, event);
+  if (isJSONValue(value)) return jsonText(value, JSON.stringify(value), preparedStatus(madeEvent(source)));
+  noteStreamedBody(value, eventOf(source));
   return value;
 }
 
-function settleAsBefore(value: unknown, event: H3Event): unknown {
+function settleAsBefore(value: unknown, event: Source): unknown {
   return value instanceof Promise ? value.then((resolved) => toResult(resolved, event)) : toResult(value, event);
 }
 
@@ -72,10 +87,10 @@ function settleAsBefore(value: unknown, event: H3Event): unknown {
  * The result of a route with response schemas: a plain value (200) or a json()/created() response
  * whose status has a schema is written through that schema; anything else as toResult() does.
  */
-function shapedResult(serializers: ResponseSerializers): (value: unknown, event: H3Event) => unknown {
+function shapedResult(serializers: ResponseSerializers): (value: unknown, event: Source) => unknown {
   // A plain value is a 200 unless the handler set a status: its serializer is looked up once per route.
   const ok = serializers(200);
-  const shape = (value: unknown, event: H3Event): unknown => {
+  const shape = (value: unknown, event: Source): unknown => {
     if (value instanceof JSONValueResponse) {
       const serialize = serializers(value.status);
       if (serialize === undefined) return value.written();
@@ -90,7 +105,7 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown, event:
       });
     }
     if (value === undefined || !isJSONValue(value)) return toResult(value, event);
-    const status = preparedStatus(event);
+    const status = preparedStatus(madeEvent(event));
     const serialize = status === undefined ? ok : serializers(status);
     if (serialize === undefined) return toResult(value, event);
     const body = serialize(value);
@@ -102,6 +117,21 @@ function shapedResult(serializers: ResponseSerializers): (value: unknown, event:
 /** Hands `answer` what a route's continuation settles with: `failed` for a rejection (RequestState.answer). */
 function answerLater(answer: NonNullable<RequestState["answer"]>, state: RequestState, outcome: Promise<unknown>): void {
   outcome.then((value) => answer(state, value, false), (error: unknown) => answer(state, error, true));
+}
+
+/** A compiled route's way from node's request, for keelson's own listener to serve it without an h3 event. */
+export type LaneRun = Lane["run"];
+
+/** The lanes of compiled routes that can take one (`laneOf`): kept beside the functions, not on them. */
+const LANES = new WeakMap<object, LaneRun>();
+
+/**
+ * The lane of a handler `compileRoute` made, if its route can be served without an h3 event: a JSON
+ * or bodiless route without params or query schemas. Whether it is (no middleware, a static path)
+ * is the pipeline's to decide.
+ */
+export function laneOf(handler: unknown): LaneRun | undefined {
+  return typeof handler === "function" ? LANES.get(handler) : undefined;
 }
 
 /** How a route's handler result becomes a response, fixed when the route is compiled. */
@@ -197,10 +227,48 @@ export function compileRoute(
     };
   }
 
+  // A lane's request: no params (its path is static), no query schema, and the same steps as below.
+  const runInLane = (state: RequestState, body: unknown) =>
+    settle(handler(new HandlerContext(undefined, services, EMPTY_PARAMS, undefined, body, state)), state);
+  const lane = paramsSchema || querySchema ? undefined : (state: RequestState, req: IncomingMessage): void => {
+    const answer = state.answer!;
+    if (!readsBody) {
+      let outcome: unknown;
+      try {
+        outcome = runInLane(state, undefined);
+      } catch (error) {
+        answer(state, error, true);
+        return;
+      }
+      if (outcome instanceof Promise) answerLater(answer, state, outcome);
+      else answer(state, outcome, false);
+      return;
+    }
+    readLaneJSONBody(req, state, bodyLimit, strictBody).then(
+      (raw) => {
+        let outcome: unknown;
+        try {
+          const body = check("body", bodySchema, undefined, raw);
+          outcome = body instanceof Promise ? body.then((checked) => runInLane(state, checked)) : runInLane(state, body);
+        } catch (error) {
+          answer(state, error, true);
+          return;
+        }
+        if (outcome instanceof Promise) answerLater(answer, state, outcome);
+        else answer(state, outcome, false);
+      },
+      (error: unknown) => answer(state, error, true),
+    );
+  };
+  const withLane = <F extends (event: H3Event) => unknown>(compiled: F): F => {
+    if (lane !== undefined) LANES.set(compiled, lane);
+    return compiled;
+  };
+
   if (!readsBody && !paramsSchema && !querySchema) {
-    return function keelsonRoute(event) {
+    return withLane(function keelsonRoute(event: H3Event) {
       return settle(handler(new HandlerContext(event, services, readParams(event), undefined, undefined)), event);
-    };
+    });
   }
 
   // The body checked, then the handler run: one function for the route, not a closure per request.
@@ -211,7 +279,7 @@ export function compileRoute(
 
   // Params and query are checked before the body is read: a bad path or query string is
   // answered without waiting for the body, and the usual POST takes one promise, not five.
-  return function keelsonValidatedRoute(event) {
+  return withLane(function keelsonValidatedRoute(event: H3Event): unknown {
     const params = check("params", paramsSchema, coerceParams, readParams(event));
     const query = querySchema ? check("query", querySchema, coerceQuery, readQuery(event)) : undefined;
     if (params instanceof Promise || query instanceof Promise) {
@@ -244,5 +312,5 @@ export function compileRoute(
     );
     if (state !== undefined) state.routeResult = result;
     return result;
-  };
+  });
 }

@@ -1,12 +1,12 @@
 // The module's binding, not the global: node defines globalThis.performance as an accessor, which
 // optimised code reads through an inline cache on every request.
 import { performance } from "node:perf_hooks";
-import { H3, H3Event, HTTPError, toResponse, type H3Config, type H3RouteMeta, type H3EventContext, type HTTPResponse, type Middleware } from "h3";
+import { H3, H3Event, HTTPError, toResponse, type H3Config, type H3Route, type H3RouteMeta, type H3EventContext, type HTTPResponse, type Middleware } from "h3";
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import { FastResponse, type ServerRequest } from "srvx";
 import { NodeRequest, sendNodeResponse } from "srvx/node";
 import { createError } from "../errors.js";
-import { UNMATCHED_ROUTE, noopTracer, type MetricsCollector } from "../integrations.js";
+import { UNMATCHED_ROUTE, noopTracer, recordsNothing, type MetricsCollector } from "../integrations.js";
 import type { LoadShedder } from "./load-shed.js";
 import type { Logger } from "../logging/logger.js";
 import { allowedMethods, buildAllowRouter, type AllowRouter } from "./allow.js";
@@ -15,13 +15,13 @@ import type { Cors } from "./cors.js";
 import { errorResponse, isRouteNotFound, logServerError, toKError } from "./error-response.js";
 import { JSON_HEADERS, nodeRequestHeaders, setCheckedResponseHeader, setHeaderBeforeHead } from "./headers.js";
 import { ATTR_REQUEST_ID, generateRequestId, isValidRequestId } from "./request-id.js";
-import { RequestState, logThreshold } from "./request-state.js";
+import { RequestState, logThreshold, type Lane } from "./request-state.js";
 import { RequestLogger } from "../logging/request-logger.js";
 import type { RegisteredRoute } from "./route.js";
 import { drainableEventStream, noteStreamedBody } from "./long-response.js";
 import { frozenHeaderList, JSONValueResponse } from "./results.js";
-import { EVENT_RES } from "./handler.js";
-import { StandardReasonResponse, writeHeadWithLength } from "./status-line.js";
+import { EVENT_RES, laneOf } from "./handler.js";
+import { StandardReasonResponse, setCheckedPendingHeader, writeHeadWithLength } from "./status-line.js";
 
 /** What the pipeline reads from its App; `services.tracer` and the routes may change until `listen()`. */
 export interface PipelineOptions {
@@ -55,6 +55,8 @@ export class RequestPipeline {
   inflight = 0;
   /** Requests started since the App was created (a worker reports it to `keelson status`). */
   requests = 0;
+  /** Of those, the requests a lane served (`#serveLane`): what tests look at to know the lanes are taken. */
+  laneRequests = 0;
   metrics: MetricsCollector | undefined;
   // The options' fields one by one: the request path reads them without a hop through the options object.
   readonly #logger: Logger;
@@ -68,6 +70,14 @@ export class RequestPipeline {
   readonly #trustRequestId: boolean;
   /** Built from the routes when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
+  /** The lanes by path, then method (`prepare()`); undefined: none. */
+  #lanes: Map<string, Map<string, Lane>> | undefined;
+  /** h3's route list the lanes were taken from: h3's `removeRoute` replaces it, and then they no longer hold. */
+  #laneSource: readonly H3Route[] | undefined;
+  /** keelson's own `onRequest` as h3's config holds it: one set in its place turns the lanes off. */
+  readonly #onRequestHook: H3Config["onRequest"];
+  /** `makeEvent` of every lane: one function of the pipeline's, not a closure per request. */
+  readonly #makeEvent = (state: RequestState): H3Event => this.#laneEvent(state);
 
   constructor(options: PipelineOptions) {
     this.#logger = options.logger;
@@ -80,6 +90,7 @@ export class RequestPipeline {
     this.#requestIdHeader = options.requestIdHeader;
     this.#trustRequestId = options.trustRequestId;
     this.engine = new H3(this.#config());
+    this.#onRequestHook = this.engine.config.onRequest;
     this.#guardMiddleware();
     this.addRoute = this.engine.on.bind(this.engine);
     this.#noteEngineRoutes();
@@ -96,9 +107,56 @@ export class RequestPipeline {
     this.#allow = undefined;
   }
 
-  /** Builds the `Allow` lookup now rather than on the first 404/405. */
+  /** Builds the `Allow` lookup and the lanes now rather than on the first request (at `listen()`). */
   prepare(): void {
     this.#allow ??= buildAllowRouter(this.#routes);
+    this.#buildLanes();
+  }
+
+  /**
+   * The lanes: every route of h3's whose handler `compileRoute` made with a lane (`laneOf`), on a
+   * static path, with a method and no middleware of its own, and the first route of its method and
+   * path, which is the one h3's router answers with. A request whose path is exactly one of them is
+   * served from node's request (`#serveLane`) while nothing else could come between it and the
+   * route (`#laneFor`).
+   */
+  #buildLanes(): void {
+    const source = this.engine["~routes"];
+    const lanes = new Map<string, Map<string, Lane>>();
+    const seen = new Set<string>();
+    for (const route of source) {
+      const method = route.method ?? "";
+      const path = route.route ?? "";
+      const key = `${method} ${path}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const run = laneOf(route.handler);
+      // A path with params, a wildcard or a trailing slash is h3's to match; so is a method-less route.
+      if (run === undefined || method === "" || method === "HEAD" || route.middleware?.length || !path.startsWith("/") || path.endsWith("/") || path.includes(":") || path.includes("*")) continue;
+      let byMethod = lanes.get(path);
+      if (byMethod === undefined) lanes.set(path, (byMethod = new Map()));
+      byMethod.set(method, { route, handler: route.handler, run, makeEvent: this.#makeEvent });
+    }
+    this.#lanes = lanes.size > 0 ? lanes : undefined;
+    this.#laneSource = source;
+  }
+
+  /**
+   * The lane for a request, or undefined when it must take h3's way: no lane for its method and
+   * exact path, or something that would come between it and the route (middleware added on h3,
+   * h3's `onRequest` or `onResponse` set, a route removed or its handler replaced, a tracer that
+   * records, load being shed).
+   */
+  #laneFor(lanes: Map<string, Map<string, Lane>>, method: string | undefined, path: string): Lane | undefined {
+    const lane = lanes.get(path)?.get(method!);
+    if (lane === undefined) return undefined;
+    const engine = this.engine;
+    const config = engine.config;
+    if (engine["~routes"] !== this.#laneSource || engine["~middleware"].length > 0 || lane.route.handler !== lane.handler) return undefined;
+    if (config.onRequest !== this.#onRequestHook || config.onResponse !== undefined || !recordsNothing(this.#services.tracer)) return undefined;
+    const shedder = this.#shedder;
+    if (shedder !== undefined && shedder.check(this.inflight) !== undefined) return undefined;
+    return lane;
   }
 
   /** The web fetch handler (bound): what `app.fetch` is, and what `listen()` serves through `serveNode`. */
@@ -126,6 +184,16 @@ export class RequestPipeline {
     if (url === undefined || url.charCodeAt(0) !== SLASH || !(res instanceof StandardReasonResponse)) {
       fallback(req, res);
       return;
+    }
+    const lanes = this.#lanes;
+    if (lanes !== undefined) {
+      const queryAt = url.indexOf("?");
+      const path = queryAt === -1 ? url : url.slice(0, queryAt);
+      const lane = this.#laneFor(lanes, req.method, path);
+      if (lane !== undefined) {
+        this.#serveLane(lane, req, res, path, waitUntil);
+        return;
+      }
     }
     try {
       const request = new NodeRequest({ req, res }) as ServerRequest;
@@ -181,12 +249,85 @@ export class RequestPipeline {
     }
   }
 
+  /**
+   * A lane's request (`#laneFor`), as `serveNode` and h3 would take it up to the route: the id, the
+   * state, CORS, then the route's match and its lane, which answers through `#answerLane`. The
+   * state's `event` is made only if something asks for it.
+   */
+  #serveLane(lane: Lane, req: IncomingMessage, res: StandardReasonResponse, path: string, waitUntil: ServerRequest["waitUntil"]): void {
+    try {
+      const start = performance.now();
+      const requestIdHeader = this.#requestIdHeader;
+      let incoming: unknown = null;
+      if (this.#trustRequestId) incoming = req.headers[requestIdHeader];
+      // As #onRequest: anything but a well-formed id is dropped unseen.
+      const requestId = typeof incoming === "string" && isValidRequestId(incoming) ? incoming : generateRequestId();
+      const state = new RequestState(undefined, start, noopSpan, requestId, this.#logger);
+      state.lane = lane;
+      state.nodeIncoming = req;
+      state.nodeResponse = res;
+      state.lanePath = path;
+      state.waitUntil = waitUntil;
+      state.answer = this.#answerLane;
+      setCheckedPendingHeader(res, requestIdHeader, requestId);
+      this.inflight++;
+      this.requests++;
+      this.laneRequests++;
+      const cors = this.#cors;
+      if (cors !== undefined) {
+        try {
+          cors.applyToNode(req.headers.origin, res);
+        } catch (error) {
+          // As a throwing onRequest in h3: answered as an error, before any route matched.
+          this.#answerLane(state, error, true);
+          return;
+        }
+      }
+      state.laneMatched = true;
+      lane.run(state, req);
+    } catch {
+      failResponse(res);
+    }
+  }
+
+  /**
+   * RequestState.answer for a lane's request: a JSON answer with no event made is written here, as
+   * #writeJSON writes one; anything else is answered as `#answer` answers, with the event made now.
+   */
+  readonly #answerLane = (state: RequestState, outcome: unknown, failed: boolean): void => {
+    if (!failed && state.madeEvent === undefined && outcome instanceof JSONValueResponse) {
+      try {
+        if (this.#writeAnswer(outcome, state.nodeIncoming!.method!, state, state.nodeResponse as StandardReasonResponse)) return;
+      } catch {
+        // A body JSON.stringify refuses: answered below through h3, as #respond does.
+      }
+    }
+    this.#answer(state, outcome, failed);
+  };
+
+  /** The h3 event of a lane's request (`Lane.makeEvent`), as h3's fetch and dispatch would have left it. */
+  #laneEvent(state: RequestState): H3Event {
+    const request = new NodeRequest({ req: state.nodeIncoming!, res: state.nodeResponse! }) as ServerRequest;
+    request.waitUntil = state.waitUntil;
+    const event = new H3Event(request, undefined, this.engine);
+    const context = event.context;
+    context.keelson = state;
+    if (state.laneMatched) {
+      // A static route's match has no params: h3 sets them to undefined.
+      context.params = undefined;
+      context.matchedRoute = state.lane!.route;
+    }
+    state.nodeRequest = request;
+    return event;
+  }
+
   /** RequestState.answer, for every request that `serveNode` does not wait on; never throws. */
   readonly #answer = (state: RequestState, outcome: unknown, failed: boolean): void => {
+    const event = state.event;
     const request = state.nodeRequest!;
     const res = state.nodeResponse as StandardReasonResponse;
-    if (failed) this.#respondWithH3(Promise.reject(outcome), state.event, request, res);
-    else this.#respond(outcome, state.event, request, res);
+    if (failed) this.#respondWithH3(Promise.reject(outcome), event, request, res);
+    else this.#respond(outcome, event, request, res);
   };
 
   /** Never throws: it runs in promise reactions, where a throw would be an unhandled rejection. */
@@ -223,19 +364,25 @@ export class RequestPipeline {
   #writeJSON(value: JSONValueResponse, event: H3Event, request: ServerRequest, res: StandardReasonResponse): boolean {
     const state = event.context.keelson;
     const fields = event as unknown as Record<symbol, unknown>;
-    if (state === undefined || state.stream !== undefined || state.streamedBody || res.headersSent) return false;
-    if (fields[EVENT_RES] !== undefined || fields[EVENT_DISPOSE] !== undefined || this.engine.config.onResponse !== undefined) return false;
+    if (state === undefined || fields[EVENT_RES] !== undefined || fields[EVENT_DISPOSE] !== undefined) return false;
+    const method = request.method;
+    if (method === "HEAD") return false;
+    return this.#writeAnswer(value, method, state, res);
+  }
+
+  /** #writeJSON's write, and a lane's (which has no event to look at): false, with nothing done, as there. */
+  #writeAnswer(value: JSONValueResponse, method: string, state: RequestState, res: StandardReasonResponse): boolean {
+    if (state.stream !== undefined || state.streamedBody || res.headersSent || this.engine.config.onResponse !== undefined) return false;
     const status = value.status;
     // A status without a reason phrase of node's own is written with an empty one (status-line.ts): h3's way.
     if (typeof status !== "number" || STATUS_CODES[status] === undefined || status < 200 || status === 204 || status === 205 || status === 304) return false;
-    if (request.method === "HEAD") return false;
     const list = frozenHeaderList(value.headers);
     if (list === undefined) return false;
     const body = value.body;
     if (typeof body !== "string") return false;
     this.inflight--;
     if (this.#lifecycle.shuttingDown) setHeaderBeforeHead(res, "connection", "close");
-    this.#record(request.method, event, state, status);
+    this.#record(method, state, status);
     writeHeadWithLength(res, status, list, String(Buffer.byteLength(body)));
     res.end(body);
     return true;
@@ -303,7 +450,7 @@ export class RequestPipeline {
         return response;
       }
       if (state !== undefined) {
-        this.#record(request.method, state.event, state, response.status);
+        this.#record(request.method, state, response.status);
         return response;
       }
       // h3 answered before onRequest ran: no event, no span; the id is made and echoed here.
@@ -321,14 +468,16 @@ export class RequestPipeline {
   }
 
   /** The request's one log line, one observation and the end of its server span; never throws. */
-  #record(method: string, event: H3Event, state: RequestState, status: number): void {
+  #record(method: string, state: RequestState, status: number): void {
     try {
       const durationMs = performance.now() - state.start;
-      const matched = event.context.matchedRoute;
+      // A lane's request without an event: the lane's match and path, as h3 would have found them.
+      const event = state.madeEvent;
+      const matched = event === undefined ? (state.laneMatched ? state.lane!.route : undefined) : event.context.matchedRoute;
       const route = matched?.route;
       const traceId = state.span.traceId;
       const idempotency = state.idempotency;
-      this.#logger.request({ method, path: event.url.pathname, status, durationMs, requestId: state.requestId, traceId: traceId === "" ? undefined : traceId, idempotency }, matched?.meta?.keelsonLogRank);
+      this.#logger.request({ method, path: event === undefined ? state.lanePath : event.url.pathname, status, durationMs, requestId: state.requestId, traceId: traceId === "" ? undefined : traceId, idempotency }, matched?.meta?.keelsonLogRank);
       this.metrics?.observeRequest(method, route ?? UNMATCHED_ROUTE, status, durationMs / 1000);
       if (idempotency !== undefined) this.metrics?.observeIdempotency?.(route ?? UNMATCHED_ROUTE, idempotency);
       // The no-op span (no tracer, or one with nothing to record) has nothing to end.

@@ -1,5 +1,5 @@
-import type { H3Event } from "h3";
-import type { ServerResponse } from "node:http";
+import type { H3Event, H3Route } from "h3";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ServerRequest } from "srvx";
 import type { Span } from "../integrations.js";
 import type { Logger } from "../logging/logger.js";
@@ -20,9 +20,24 @@ export function markUpgrade(request: object): void {
   (request as { [UPGRADE]?: true })[UPGRADE] = true;
 }
 
+/**
+ * A static route without middleware that keelson's own listener serves from node's request, with
+ * no h3 event until something asks for one (pipeline.ts, `serveNode`; docs/architecture.md).
+ */
+export interface Lane {
+  /** h3's own record of the route: what `event.context.matchedRoute` is once an event is made. */
+  readonly route: H3Route;
+  /** The route's handler when the lane was made: one put in its place (a plugin's wrapper) turns the lane off. */
+  readonly handler: H3Route["handler"];
+  /** The compiled route's way from node's request to its outcome, which it hands to `state.answer`. */
+  readonly run: (state: RequestState, req: IncomingMessage) => void;
+  /** Makes the request's h3 event, as h3 would have made it, when something asks for it. */
+  readonly makeEvent: (state: RequestState) => H3Event;
+}
+
 /** Per-request bookkeeping of the framework, kept on `event.context.keelson`. */
 export class RequestState {
-  readonly event: H3Event;
+  #event: H3Event | undefined;
   /** `performance.now()` when the request entered the app. */
   readonly start: number;
   readonly span: Span;
@@ -68,9 +83,18 @@ export class RequestState {
   nodeRequest: ServerRequest | undefined;
   /** Node's response `answer` writes to. */
   nodeResponse: ServerResponse | undefined;
+  /** The lane that serves the request (set before anything else reads this state), else undefined. */
+  lane: Lane | undefined;
+  /** A lane's request: node's request, its path (no query) and srvx's `waitUntil`, for the event made later. */
+  nodeIncoming: IncomingMessage | undefined;
+  lanePath: string;
+  waitUntil: ((promise: Promise<unknown>) => void) | undefined;
+  /** A lane's route has been entered: an event made from now on carries its match, as h3's dispatch sets it. */
+  laneMatched: boolean;
 
-  constructor(event: H3Event, start: number, span: Span, requestId: string, appLogger: Logger) {
-    this.event = event;
+  /** `event` undefined: a lane's request, whose event is made on first use (`lane` set right after). */
+  constructor(event: H3Event | undefined, start: number, span: Span, requestId: string, appLogger: Logger) {
+    this.#event = event;
     this.appLogger = appLogger;
     this.start = start;
     this.span = span;
@@ -81,17 +105,35 @@ export class RequestState {
     this.upgraded = undefined;
     this.streamedBody = false;
     // An upgrade is logged when its outcome is known, not when the app has answered the handshake.
-    if (upgradeSeen && (event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
+    if (upgradeSeen && event !== undefined && (event.req as { [UPGRADE]?: true })[UPGRADE] === true) this.stream = new Promise((resolve) => (this.upgraded = resolve));
     this.idempotency = undefined;
     this.routeResult = undefined;
     this.answer = undefined;
     this.nodeRequest = undefined;
     this.nodeResponse = undefined;
+    this.lane = undefined;
+    this.nodeIncoming = undefined;
+    this.lanePath = "";
+    this.waitUntil = undefined;
+    this.laneMatched = false;
+  }
+
+  /** The request's h3 event; a lane's request gets it made now, the first time it is asked for. */
+  get event(): H3Event {
+    return this.#event ?? (this.#event = this.lane!.makeEvent(this));
+  }
+
+  /** The event if there is one yet: a lane's request has none until something asked for `event`. */
+  get madeEvent(): H3Event | undefined {
+    return this.#event;
   }
 
   /** The request logger, made on first use: a request that logs nothing pays nothing for it. */
   logger(base: Logger): RequestLogger {
-    return (this.#logger ??= RequestLogger.forRequest(base, logThreshold(this.event, base), this.requestId, this.span.traceId));
+    const event = this.#event;
+    // A lane's route has no middleware: once entered, its match is the lane's, event or not.
+    const threshold = event === undefined ? ((this.laneMatched ? this.lane!.route.meta?.keelsonLogRank : undefined) ?? base.threshold) : logThreshold(event, base);
+    return (this.#logger ??= RequestLogger.forRequest(base, threshold, this.requestId, this.span.traceId));
   }
 }
 

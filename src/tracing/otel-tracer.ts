@@ -5,7 +5,7 @@ import type {
 import type { H3Event } from "h3";
 import { isKError } from "../errors.js";
 import { readRequestHeader, readSingleRequestHeader } from "../http/headers.js";
-import { noopTracer, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
+import { noopTracer, RECORDS_NOTHING, type RequestSpanEnd, type Span, type SpanAttributeValue, type Tracer } from "../integrations.js";
 import { OTHER_METHOD, normalizeMethod } from "../http/method.js";
 import {
   ATTR_ERROR_TYPE, ATTR_HTTP_REQUEST_METHOD, ATTR_HTTP_REQUEST_METHOD_ORIGINAL, ATTR_HTTP_RESPONSE_STATUS_CODE,
@@ -102,6 +102,11 @@ class OpenTelemetryTracer implements Tracer {
     const { ProxyTracerProvider } = otelApi();
     noopProvider ??= new ProxyTracerProvider().getDelegate();
     return this.#decides instanceof ProxyTracerProvider && this.#decides.getDelegate() === noopProvider;
+  }
+
+  /** startRequestSpan would return the no-op span now (`RECORDS_NOTHING`). */
+  [RECORDS_NOTHING](): boolean {
+    return this.#inert();
   }
 
   startRequestSpan(event: H3Event): Span {
