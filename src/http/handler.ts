@@ -158,6 +158,20 @@ function readParams(event: H3Event): Record<string, string> {
   return copy;
 }
 
+/** `readParams` for a lane's request: the params h3's router found, copied the same way. */
+function readLaneParams(state: RequestState): Record<string, string> {
+  const params = state.laneParams;
+  if (params === undefined) return EMPTY_PARAMS as Record<string, string>;
+  const copy: Record<string, string> = {};
+  for (const key in params) {
+    const value: unknown = params[key];
+    // A lane's path has no `%` (pipeline.ts), so h3 would decode nothing; otherwise, as h3 does.
+    if (typeof value !== "string" || value.includes("%")) return readParams(state.event);
+    copy[key] = value;
+  }
+  return copy;
+}
+
 /** The validated value of one input part (a promise only for async schemas); `raw` without a schema. */
 function check(part: InputPart, schema: StandardSchemaV1 | undefined, coerce: Coercer | undefined, raw: unknown): unknown {
   if (!schema) return raw;
@@ -227,38 +241,44 @@ export function compileRoute(
     };
   }
 
-  // A lane's request: no params (its path is static), no query schema, and the same steps as below.
-  const runInLane = (state: RequestState, body: unknown) =>
-    settle(handler(new HandlerContext(undefined, services, EMPTY_PARAMS, undefined, body, state)), state);
-  const lane = paramsSchema || querySchema ? undefined : (state: RequestState, req: IncomingMessage): void => {
+  // A lane's request (no query schema): the same steps as below, the params from h3's router match.
+  const runInLane = (state: RequestState, params: unknown, body: unknown) =>
+    settle(handler(new HandlerContext(undefined, services, params, undefined, body, state)), state);
+  const withLaneBody = (state: RequestState, params: unknown, raw: unknown): unknown => {
+    const body = check("body", bodySchema, undefined, raw);
+    return body instanceof Promise ? body.then((b) => runInLane(state, params, b)) : runInLane(state, params, body);
+  };
+  const lane = querySchema ? undefined : (state: RequestState, req: IncomingMessage): void => {
     const answer = state.answer!;
-    if (!readsBody) {
-      let outcome: unknown;
-      try {
-        outcome = runInLane(state, undefined);
-      } catch (error) {
-        answer(state, error, true);
+    let outcome: unknown;
+    try {
+      // Checked before the body is read, as below: a bad path is answered without waiting for it.
+      const params = check("params", paramsSchema, coerceParams, readLaneParams(state));
+      if (!readsBody) {
+        outcome = params instanceof Promise ? params.then((checked) => runInLane(state, checked, undefined)) : runInLane(state, params, undefined);
+      } else if (params instanceof Promise) {
+        outcome = Promise.all([params, readLaneJSONBody(req, state, bodyLimit, strictBody)]).then(([checked, raw]) => withLaneBody(state, checked, raw));
+      } else {
+        // The usual POST: answered from the step that read the body, with no promise after it.
+        readLaneJSONBody(req, state, bodyLimit, strictBody).then((raw) => {
+          let settled: unknown;
+          try {
+            settled = withLaneBody(state, params, raw);
+          } catch (error) {
+            answer(state, error, true);
+            return;
+          }
+          if (settled instanceof Promise) answerLater(answer, state, settled);
+          else answer(state, settled, false);
+        }, (error: unknown) => answer(state, error, true));
         return;
       }
-      if (outcome instanceof Promise) answerLater(answer, state, outcome);
-      else answer(state, outcome, false);
+    } catch (error) {
+      answer(state, error, true);
       return;
     }
-    readLaneJSONBody(req, state, bodyLimit, strictBody).then(
-      (raw) => {
-        let outcome: unknown;
-        try {
-          const body = check("body", bodySchema, undefined, raw);
-          outcome = body instanceof Promise ? body.then((checked) => runInLane(state, checked)) : runInLane(state, body);
-        } catch (error) {
-          answer(state, error, true);
-          return;
-        }
-        if (outcome instanceof Promise) answerLater(answer, state, outcome);
-        else answer(state, outcome, false);
-      },
-      (error: unknown) => answer(state, error, true),
-    );
+    if (outcome instanceof Promise) answerLater(answer, state, outcome);
+    else answer(state, outcome, false);
   };
   const withLane = <F extends (event: H3Event) => unknown>(compiled: F): F => {
     if (lane !== undefined) LANES.set(compiled, lane);

@@ -5,6 +5,7 @@ import { H3, H3Event, HTTPError, toResponse, type H3Config, type H3Route, type H
 import { STATUS_CODES, type IncomingMessage, type ServerResponse } from "node:http";
 import { FastResponse, type ServerRequest } from "srvx";
 import { NodeRequest, sendNodeResponse } from "srvx/node";
+import { addRoute, createRouter, findRoute, type RouterContext } from "rou3";
 import { createError } from "../errors.js";
 import { UNMATCHED_ROUTE, noopTracer, recordsNothing, type MetricsCollector } from "../integrations.js";
 import type { LoadShedder } from "./load-shed.js";
@@ -70,10 +71,18 @@ export class RequestPipeline {
   readonly #trustRequestId: boolean;
   /** Built from the routes when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
-  /** The lanes by path, then method (`prepare()`); undefined: none. */
+  /** The lanes of static paths, by path, then method (`prepare()`); undefined: none. */
   #lanes: Map<string, Map<string, Lane>> | undefined;
-  /** h3's route list the lanes were taken from: h3's `removeRoute` replaces it, and then they no longer hold. */
+  /**
+   * A copy of h3's router (every route of h3's, in h3's order, with rou3 as h3 uses it) whose matches
+   * carry the lanes of routes with params; undefined when no such route has one.
+   */
+  #laneRouter: RouterContext<LaneMatch> | undefined;
+  /** The params of the lane `#laneFor` found last, for `#serveLane` right after. */
+  #laneParams: Record<string, string> | undefined;
+  /** h3's route list the lanes were taken from, and its length: a route removed (`removeRoute` replaces the list) or added since, and they no longer hold. */
   #laneSource: readonly H3Route[] | undefined;
+  #laneSourceLength = 0;
   /** keelson's own `onRequest` as h3's config holds it: one set in its place turns the lanes off. */
   readonly #onRequestHook: H3Config["onRequest"];
   /** `makeEvent` of every lane: one function of the pipeline's, not a closure per request. */
@@ -123,22 +132,37 @@ export class RequestPipeline {
   #buildLanes(): void {
     const source = this.engine["~routes"];
     const lanes = new Map<string, Map<string, Lane>>();
+    const router = createRouter<LaneMatch>();
+    let withParams = 0;
     const seen = new Set<string>();
     for (const route of source) {
       const method = route.method ?? "";
       const path = route.route ?? "";
-      const key = `${method} ${path}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
       const run = laneOf(route.handler);
-      // A path with params, a wildcard or a trailing slash is h3's to match; so is a method-less route.
-      if (run === undefined || method === "" || method === "HEAD" || route.middleware?.length || !path.startsWith("/") || path.endsWith("/") || path.includes(":") || path.includes("*")) continue;
+      // A method-less route, HEAD (answered without a body) and a wildcard are h3's to serve.
+      const lane: Lane | undefined = run === undefined || method === "" || method === "HEAD" || route.middleware?.length || path.includes("*")
+        ? undefined
+        : { route, handler: route.handler, run, makeEvent: this.#makeEvent };
+      // Every route, in h3's order: a lookup finds what h3's router finds for the same path.
+      addRoute(router, method, path, { lane });
+      if (lane === undefined) continue;
+      if (path.includes(":")) {
+        withParams++;
+        continue;
+      }
+      // A static path: looked up as is, so only one that needs no normalising (a path with a
+      // trailing slash, or that URL parsing would change, is left to the router copy's checks).
+      const key = `${method} ${path}`;
+      if (seen.has(key) || !isPlainPath(path) || path.endsWith("/")) continue;
+      seen.add(key);
       let byMethod = lanes.get(path);
       if (byMethod === undefined) lanes.set(path, (byMethod = new Map()));
-      byMethod.set(method, { route, handler: route.handler, run, makeEvent: this.#makeEvent });
+      byMethod.set(method, lane);
     }
     this.#lanes = lanes.size > 0 ? lanes : undefined;
+    this.#laneRouter = withParams > 0 ? router : undefined;
     this.#laneSource = source;
+    this.#laneSourceLength = source.length;
   }
 
   /**
@@ -147,15 +171,27 @@ export class RequestPipeline {
    * h3's `onRequest` or `onResponse` set, a route removed or its handler replaced, a tracer that
    * records, load being shed).
    */
-  #laneFor(lanes: Map<string, Map<string, Lane>>, method: string | undefined, path: string): Lane | undefined {
-    const lane = lanes.get(path)?.get(method!);
-    if (lane === undefined) return undefined;
+  #laneFor(method: string, path: string): Lane | undefined {
+    let lane = this.#lanes?.get(path)?.get(method);
+    let params: Record<string, string> | undefined;
+    if (lane === undefined) {
+      const router = this.#laneRouter;
+      // The router copy matches the path as h3 gets it from srvx's URL only when no normalising
+      // (dot segments, percent-decoding, characters URL parsing escapes) would change it.
+      if (router === undefined || method === "HEAD" || !isPlainPath(path)) return undefined;
+      const match = findRoute(router, method, path);
+      lane = match?.data.lane;
+      if (lane === undefined) return undefined;
+      params = match!.params;
+    }
     const engine = this.engine;
     const config = engine.config;
-    if (engine["~routes"] !== this.#laneSource || engine["~middleware"].length > 0 || lane.route.handler !== lane.handler) return undefined;
+    const routes = engine["~routes"];
+    if (routes !== this.#laneSource || routes.length !== this.#laneSourceLength || engine["~middleware"].length > 0 || lane.route.handler !== lane.handler) return undefined;
     if (config.onRequest !== this.#onRequestHook || config.onResponse !== undefined || !recordsNothing(this.#services.tracer)) return undefined;
     const shedder = this.#shedder;
     if (shedder !== undefined && shedder.check(this.inflight) !== undefined) return undefined;
+    this.#laneParams = params;
     return lane;
   }
 
@@ -185,11 +221,10 @@ export class RequestPipeline {
       fallback(req, res);
       return;
     }
-    const lanes = this.#lanes;
-    if (lanes !== undefined) {
+    if (this.#lanes !== undefined || this.#laneRouter !== undefined) {
       const queryAt = url.indexOf("?");
       const path = queryAt === -1 ? url : url.slice(0, queryAt);
-      const lane = this.#laneFor(lanes, req.method, path);
+      const lane = this.#laneFor(req.method!, path);
       if (lane !== undefined) {
         this.#serveLane(lane, req, res, path, waitUntil);
         return;
@@ -267,6 +302,7 @@ export class RequestPipeline {
       state.nodeIncoming = req;
       state.nodeResponse = res;
       state.lanePath = path;
+      state.laneParams = this.#laneParams;
       state.waitUntil = waitUntil;
       state.answer = this.#answerLane;
       setCheckedPendingHeader(res, requestIdHeader, requestId);
@@ -313,8 +349,8 @@ export class RequestPipeline {
     const context = event.context;
     context.keelson = state;
     if (state.laneMatched) {
-      // A static route's match has no params: h3 sets them to undefined.
-      context.params = undefined;
+      // As h3's handler sets them: a static route's match has no params (undefined).
+      context.params = state.laneParams;
       context.matchedRoute = state.lane!.route;
     }
     state.nodeRequest = request;
@@ -666,6 +702,20 @@ const NOT_FOUND = Symbol.for("h3.notFound");
 /** Where h3's event marks a URL it could not decode (its fetch answers 400 unless `allowMalformedURL`). */
 const MALFORMED_URL = Symbol.for("h3.internal.event.malformed");
 const SLASH = 0x2f;
+
+/** What the lanes' router copy carries: the route's lane, if it has one. */
+interface LaneMatch {
+  readonly lane: Lane | undefined;
+}
+
+/**
+ * A path srvx's URL keeps as it is and h3's event does not decode: characters that need no
+ * escaping, and no `.` or `..` segment. `/.well-known/…` is left to h3 too.
+ */
+const PLAIN_PATH = /^(?:\/[\w\-.~!$&'()*+,;=:@]*)+$/;
+function isPlainPath(path: string): boolean {
+  return PLAIN_PATH.test(path) && !path.includes("/.");
+}
 
 /** A Response (or the promise of one) written to node's response by srvx; never throws. */
 function send(res: ServerResponse, response: Response | Promise<Response>): void {

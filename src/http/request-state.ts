@@ -91,6 +91,8 @@ export class RequestState {
   waitUntil: ((promise: Promise<unknown>) => void) | undefined;
   /** A lane's route has been entered: an event made from now on carries its match, as h3's dispatch sets it. */
   laneMatched: boolean;
+  /** A lane's route params, as h3's router found them (undefined on a static path). */
+  laneParams: Record<string, string> | undefined;
 
   /** `event` undefined: a lane's request, whose event is made on first use (`lane` set right after). */
   constructor(event: H3Event | undefined, start: number, span: Span, requestId: string, appLogger: Logger) {
@@ -116,6 +118,7 @@ export class RequestState {
     this.lanePath = "";
     this.waitUntil = undefined;
     this.laneMatched = false;
+    this.laneParams = undefined;
   }
 
   /** The request's h3 event; a lane's request gets it made now, the first time it is asked for. */
