@@ -288,6 +288,29 @@ describe.each([
   });
 });
 
+describe("keelson's lanes answer what h3's router answers", () => {
+  let pair: Pair;
+  beforeAll(async () => {
+    pair = await startPair((app) => {
+      // h3 answers a method and path with the route registered first for it: here, one without a lane.
+      app.httpEngine.get("/first", () => ({ from: "httpEngine" }));
+      app.route(get("/first", () => ({ from: "keelson" })));
+      app.httpEngine.get("/first-params/:id", () => ({ from: "httpEngine" }));
+      app.route(get("/first-params/:id", () => ({ from: "keelson" })));
+    }, false);
+  });
+  afterAll(() => stopPair(pair));
+
+  it("leaves a path to the route h3 answers it with, registered before a keelson route on the same path", async () => {
+    for (const path of ["/first", "/first/", "/first-params/1"]) {
+      const [fromLane, fromReference] = await Promise.all([exchange(pair.lane.port, get1(path)), exchange(pair.referencePort, get1(path))]);
+      expect(fromLane).toMatch(/\{"from":"httpEngine"\}$/);
+      expect(comparable(fromLane)).toBe(comparable(fromReference));
+    }
+    expect(pipelineOf(pair.app).laneRequests).toBe(0);
+  });
+});
+
 // Each case on its own pair: once anything changes h3's routes or middleware, no lane serves again.
 describe("keelson's lanes give way to what h3 is given after listen()", () => {
   let pair: Pair;

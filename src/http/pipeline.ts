@@ -123,18 +123,18 @@ export class RequestPipeline {
   }
 
   /**
-   * The lanes: every route of h3's whose handler `compileRoute` made with a lane (`laneOf`), on a
-   * static path, with a method and no middleware of its own, and the first route of its method and
-   * path, which is the one h3's router answers with. A request whose path is exactly one of them is
-   * served from node's request (`#serveLane`) while nothing else could come between it and the
-   * route (`#laneFor`).
+   * The lanes: every route of h3's whose handler `compileRoute` made with a lane (`laneOf`), with a
+   * method (not HEAD), no middleware of its own and no wildcard. All of h3's routes go into a copy of
+   * h3's rou3 router, in h3's order, so that a lookup there finds what h3's router finds; a lane on a
+   * plain static path also goes into a map by exact path and method, when the copy answers that path
+   * with it (not a route registered before it for the same path and method, say). A request is served
+   * by its lane (`#serveLane`) while nothing else could come between it and the route (`#laneFor`).
    */
   #buildLanes(): void {
     const source = this.engine["~routes"];
-    const lanes = new Map<string, Map<string, Lane>>();
     const router = createRouter<LaneMatch>();
+    const candidates: Lane[] = [];
     let withParams = 0;
-    const seen = new Set<string>();
     for (const route of source) {
       const method = route.method ?? "";
       const path = route.route ?? "";
@@ -143,18 +143,17 @@ export class RequestPipeline {
       const lane: Lane | undefined = run === undefined || method === "" || method === "HEAD" || route.middleware?.length || path.includes("*")
         ? undefined
         : { route, handler: route.handler, run, makeEvent: this.#makeEvent };
-      // Every route, in h3's order: a lookup finds what h3's router finds for the same path.
       addRoute(router, method, path, { lane });
       if (lane === undefined) continue;
-      if (path.includes(":")) {
-        withParams++;
-        continue;
-      }
-      // A static path: looked up as is, so only one that needs no normalising (a path with a
-      // trailing slash, or that URL parsing would change, is left to the router copy's checks).
-      const key = `${method} ${path}`;
-      if (seen.has(key) || !isPlainPath(path) || path.endsWith("/")) continue;
-      seen.add(key);
+      if (path.includes(":")) withParams++;
+      else candidates.push(lane);
+    }
+    const lanes = new Map<string, Map<string, Lane>>();
+    for (const lane of candidates) {
+      const method = lane.route.method!;
+      const path = lane.route.route!;
+      // Looked up as is: a path URL parsing would keep as it is, which h3's router answers with this lane.
+      if (!isPlainPath(path) || findRoute(router, method, path)?.data.lane !== lane) continue;
       let byMethod = lanes.get(path);
       if (byMethod === undefined) lanes.set(path, (byMethod = new Map()));
       byMethod.set(method, lane);
@@ -167,9 +166,9 @@ export class RequestPipeline {
 
   /**
    * The lane for a request, or undefined when it must take h3's way: no lane for its method and
-   * exact path, or something that would come between it and the route (middleware added on h3,
-   * h3's `onRequest` or `onResponse` set, a route removed or its handler replaced, a tracer that
-   * records, load being shed).
+   * path, or something that would come between it and the route (middleware added on h3, h3's
+   * `onRequest` or `onResponse` set, a route added or removed or its handler replaced, a tracer
+   * that records, load being shed).
    */
   #laneFor(method: string, path: string): Lane | undefined {
     let lane = this.#lanes?.get(path)?.get(method);
