@@ -127,8 +127,8 @@ const LANES = new WeakMap<object, LaneRun>();
 
 /**
  * The lane of a handler `compileRoute` made, if its route can be served without an h3 event: a JSON
- * or bodiless route without params or query schemas. Whether it is (no middleware, a static path)
- * is the pipeline's to decide.
+ * or bodiless route without a query schema. Whether it is (no middleware, no wildcard, a path URL
+ * parsing keeps as it is) is the pipeline's to decide.
  */
 export function laneOf(handler: unknown): LaneRun | undefined {
   return typeof handler === "function" ? LANES.get(handler) : undefined;
@@ -145,28 +145,15 @@ export interface ResultOptions {
 /**
  * The route's params, percent-decoded by h3's `getRouterParams` when one has a `%`; otherwise the same
  * copy made here, without h3's spread of the router's prototype-free object, which V8 clones on a slow path.
+ * A lane's request (a RequestState) has the params h3's router copy found; its event is made only to decode.
  */
-function readParams(event: H3Event): Record<string, string> {
-  const params = event.context.params;
+function readParams(source: Source): Record<string, string> {
+  const params = source instanceof RequestState ? source.laneParams : source.context.params;
   if (!params) return EMPTY_PARAMS as Record<string, string>;
   const copy: Record<string, string> = {};
   for (const key in params) {
     const value: unknown = params[key];
-    if (typeof value !== "string" || value.includes("%")) return getRouterParams(event, { decode: true });
-    copy[key] = value;
-  }
-  return copy;
-}
-
-/** `readParams` for a lane's request: the params h3's router found, copied the same way. */
-function readLaneParams(state: RequestState): Record<string, string> {
-  const params = state.laneParams;
-  if (params === undefined) return EMPTY_PARAMS as Record<string, string>;
-  const copy: Record<string, string> = {};
-  for (const key in params) {
-    const value: unknown = params[key];
-    // A lane's path has no `%` (pipeline.ts), so h3 would decode nothing; otherwise, as h3 does.
-    if (typeof value !== "string" || value.includes("%")) return readParams(state.event);
+    if (typeof value !== "string" || value.includes("%")) return getRouterParams(eventOf(source), { decode: true });
     copy[key] = value;
   }
   return copy;
@@ -253,7 +240,7 @@ export function compileRoute(
     let outcome: unknown;
     try {
       // Checked before the body is read, as below: a bad path is answered without waiting for it.
-      const params = check("params", paramsSchema, coerceParams, readLaneParams(state));
+      const params = check("params", paramsSchema, coerceParams, readParams(state));
       if (!readsBody) {
         outcome = params instanceof Promise ? params.then((checked) => runInLane(state, checked, undefined)) : runInLane(state, params, undefined);
       } else if (params instanceof Promise) {

@@ -71,15 +71,13 @@ export class RequestPipeline {
   readonly #trustRequestId: boolean;
   /** Built from the routes when first needed and dropped when a route is added: in practice once, at listen(). */
   #allow: AllowRouter | undefined;
-  /** The lanes of static paths, by path, then method (`prepare()`); undefined: none. */
-  #lanes: Map<string, Map<string, Lane>> | undefined;
+  /** The lanes of static paths, by path, then method (`prepare()`), as the router copy's matches are; undefined: none. */
+  #lanes: Map<string, Map<string, LaneFound>> | undefined;
   /**
    * A copy of h3's router (every route of h3's, in h3's order, with rou3 as h3 uses it) whose matches
    * carry the lanes of routes with params; undefined when no such route has one.
    */
   #laneRouter: RouterContext<LaneMatch> | undefined;
-  /** The params of the lane `#laneFor` found last, for `#serveLane` right after. */
-  #laneParams: Record<string, string> | undefined;
   /** h3's route list the lanes were taken from, and its length: a route removed (`removeRoute` replaces the list) or added since, and they no longer hold. */
   #laneSource: readonly H3Route[] | undefined;
   #laneSourceLength = 0;
@@ -148,15 +146,15 @@ export class RequestPipeline {
       if (path.includes(":")) withParams++;
       else candidates.push(lane);
     }
-    const lanes = new Map<string, Map<string, Lane>>();
+    const lanes = new Map<string, Map<string, LaneFound>>();
     for (const lane of candidates) {
       const method = lane.route.method!;
       const path = lane.route.route!;
       // Looked up as is: a path URL parsing would keep as it is, which h3's router answers with this lane.
-      if (!isPlainPath(path) || findRoute(router, method, path)?.data.lane !== lane) continue;
+      if (!PLAIN_PATH.test(path) || findRoute(router, method, path)?.data.lane !== lane) continue;
       let byMethod = lanes.get(path);
       if (byMethod === undefined) lanes.set(path, (byMethod = new Map()));
-      byMethod.set(method, lane);
+      byMethod.set(method, { data: { lane }, params: undefined });
     }
     this.#lanes = lanes.size > 0 ? lanes : undefined;
     this.#laneRouter = withParams > 0 ? router : undefined;
@@ -170,19 +168,18 @@ export class RequestPipeline {
    * `onRequest` or `onResponse` set, a route added or removed or its handler replaced, a tracer
    * that records, load being shed).
    */
-  #laneFor(method: string, path: string): Lane | undefined {
-    let lane = this.#lanes?.get(path)?.get(method);
-    let params: Record<string, string> | undefined;
-    if (lane === undefined) {
+  #laneFor(method: string, path: string): LaneFound | undefined {
+    let found = this.#lanes?.get(path)?.get(method);
+    if (found === undefined) {
       const router = this.#laneRouter;
       // The router copy matches the path as h3 gets it from srvx's URL only when no normalising
       // (dot segments, percent-decoding, characters URL parsing escapes) would change it.
-      if (router === undefined || method === "HEAD" || !isPlainPath(path)) return undefined;
-      const match = findRoute(router, method, path);
-      lane = match?.data.lane;
-      if (lane === undefined) return undefined;
-      params = match!.params;
+      if (router === undefined || method === "HEAD" || !PLAIN_PATH.test(path)) return undefined;
+      found = findRoute(router, method, path);
+      if (found === undefined) return undefined;
     }
+    const lane = found.data.lane;
+    if (lane === undefined) return undefined;
     const engine = this.engine;
     const config = engine.config;
     const routes = engine["~routes"];
@@ -190,8 +187,7 @@ export class RequestPipeline {
     if (config.onRequest !== this.#onRequestHook || config.onResponse !== undefined || !recordsNothing(this.#services.tracer)) return undefined;
     const shedder = this.#shedder;
     if (shedder !== undefined && shedder.check(this.inflight) !== undefined) return undefined;
-    this.#laneParams = params;
-    return lane;
+    return found;
   }
 
   /** The web fetch handler (bound): what `app.fetch` is, and what `listen()` serves through `serveNode`. */
@@ -223,9 +219,9 @@ export class RequestPipeline {
     if (this.#lanes !== undefined || this.#laneRouter !== undefined) {
       const queryAt = url.indexOf("?");
       const path = queryAt === -1 ? url : url.slice(0, queryAt);
-      const lane = this.#laneFor(req.method!, path);
-      if (lane !== undefined) {
-        this.#serveLane(lane, req, res, path, waitUntil);
+      const found = this.#laneFor(req.method!, path);
+      if (found !== undefined) {
+        this.#serveLane(found.data.lane!, found.params, req, res, path, waitUntil);
         return;
       }
     }
@@ -288,7 +284,7 @@ export class RequestPipeline {
    * state, CORS, then the route's match and its lane, which answers through `#answerLane`. The
    * state's `event` is made only if something asks for it.
    */
-  #serveLane(lane: Lane, req: IncomingMessage, res: StandardReasonResponse, path: string, waitUntil: ServerRequest["waitUntil"]): void {
+  #serveLane(lane: Lane, params: Record<string, string> | undefined, req: IncomingMessage, res: StandardReasonResponse, path: string, waitUntil: ServerRequest["waitUntil"]): void {
     try {
       const start = performance.now();
       const requestIdHeader = this.#requestIdHeader;
@@ -298,10 +294,9 @@ export class RequestPipeline {
       const requestId = typeof incoming === "string" && isValidRequestId(incoming) ? incoming : generateRequestId();
       const state = new RequestState(undefined, start, noopSpan, requestId, this.#logger);
       state.lane = lane;
-      state.nodeIncoming = req;
       state.nodeResponse = res;
       state.lanePath = path;
-      state.laneParams = this.#laneParams;
+      state.laneParams = params;
       state.waitUntil = waitUntil;
       state.answer = this.#answerLane;
       setCheckedPendingHeader(res, requestIdHeader, requestId);
@@ -332,7 +327,8 @@ export class RequestPipeline {
   readonly #answerLane = (state: RequestState, outcome: unknown, failed: boolean): void => {
     if (!failed && state.madeEvent === undefined && outcome instanceof JSONValueResponse) {
       try {
-        if (this.#writeAnswer(outcome, state.nodeIncoming!.method!, state, state.nodeResponse as StandardReasonResponse)) return;
+        const res = state.nodeResponse as StandardReasonResponse;
+        if (this.#writeAnswer(outcome, res.req.method!, state, res)) return;
       } catch {
         // A body JSON.stringify refuses: answered below through h3, as #respond does.
       }
@@ -342,7 +338,8 @@ export class RequestPipeline {
 
   /** The h3 event of a lane's request (`Lane.makeEvent`), as h3's fetch and dispatch would have left it. */
   #laneEvent(state: RequestState): H3Event {
-    const request = new NodeRequest({ req: state.nodeIncoming!, res: state.nodeResponse! }) as ServerRequest;
+    const res = state.nodeResponse!;
+    const request = new NodeRequest({ req: res.req, res }) as ServerRequest;
     request.waitUntil = state.waitUntil;
     const event = new H3Event(request, undefined, this.engine);
     const context = event.context;
@@ -707,14 +704,18 @@ interface LaneMatch {
   readonly lane: Lane | undefined;
 }
 
+/** A lane found for a request, the way rou3 answers a lookup: its match and the params (none on a static path). */
+interface LaneFound {
+  readonly data: LaneMatch;
+  readonly params?: Record<string, string> | undefined;
+}
+
 /**
  * A path srvx's URL keeps as it is and h3's event does not decode: characters that need no
- * escaping, and no `.` or `..` segment. `/.well-known/…` is left to h3 too.
+ * escaping, and no segment that starts with a `.` (so no `.` or `..` segment; `/.well-known/…` is
+ * left to h3 too).
  */
-const PLAIN_PATH = /^(?:\/[\w\-.~!$&'()*+,;=:@]*)+$/;
-function isPlainPath(path: string): boolean {
-  return PLAIN_PATH.test(path) && !path.includes("/.");
-}
+const PLAIN_PATH = /^(?:\/(?!\.)[\w\-.~!$&'()*+,;=:@]*)+$/;
 
 /** A Response (or the promise of one) written to node's response by srvx; never throws. */
 function send(res: ServerResponse, response: Response | Promise<Response>): void {

@@ -85,8 +85,7 @@ export class RequestState {
   nodeResponse: ServerResponse | undefined;
   /** The lane that serves the request (set before anything else reads this state), else undefined. */
   lane: Lane | undefined;
-  /** A lane's request: node's request, its path (no query) and srvx's `waitUntil`, for the event made later. */
-  nodeIncoming: IncomingMessage | undefined;
+  /** A lane's request: its path (no query) and srvx's `waitUntil`, for the event made later (node's request is `nodeResponse.req`). */
   lanePath: string;
   waitUntil: ((promise: Promise<unknown>) => void) | undefined;
   /** A lane's route has been entered: an event made from now on carries its match, as h3's dispatch sets it. */
@@ -114,7 +113,6 @@ export class RequestState {
     this.nodeRequest = undefined;
     this.nodeResponse = undefined;
     this.lane = undefined;
-    this.nodeIncoming = undefined;
     this.lanePath = "";
     this.waitUntil = undefined;
     this.laneMatched = false;
